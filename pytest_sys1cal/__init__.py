@@ -1,0 +1,3 @@
+"""pytest-sys1cal: the Sys1Cal-v1 calibration benchmark as a pytest gate."""
+
+__version__ = "0.1.0"
