@@ -1,0 +1,111 @@
+"""Per-rendering aggregation: repeat means of each primitive, as the paper computes them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+SCORE_LEVELS = 10
+# z_j = j/9: the value of Score level j on the probability scale.
+LEVEL_VALUES = np.arange(SCORE_LEVELS) / (SCORE_LEVELS - 1)
+
+
+@dataclass(frozen=True)
+class ItemTable:
+    """Columns over the measured renderings, sorted by instance id (so xdist order never matters)."""
+
+    instance_id: list[str]
+    latent_instance_id: list[str]
+    family: list[str]
+    representation: list[str]
+    p_star: np.ndarray
+    p_noul: np.ndarray  # NaN where Noul was not asked
+    p_choice: np.ndarray
+    p_choice_swapped: np.ndarray
+    score_q: np.ndarray  # (n, 10) repeat-mean Score distribution, renormalised
+    mu_score: np.ndarray  # Σ q_j z_j
+    repeats: np.ndarray
+    samples: list[list[dict[str, Any]]]
+    failed: list[tuple[str, str]]  # (instance_id, error) of renderings with no usable answer
+
+    @property
+    def n(self) -> int:
+        return len(self.instance_id)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "renderings": self.n + len(self.failed),
+            "measured": self.n,
+            "failed": len(self.failed),
+            "latent_problems": len(set(self.latent_instance_id)),
+        }
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One JSON row per measured rendering (the report's ``items``)."""
+        rows = []
+        for i in range(self.n):
+            rows.append(
+                {
+                    "instance_id": self.instance_id[i],
+                    "latent_instance_id": self.latent_instance_id[i],
+                    "family": self.family[i],
+                    "representation": self.representation[i],
+                    "p_star": float(self.p_star[i]),
+                    "p_noul": _json_float(self.p_noul[i]),
+                    "p_choice": _json_float(self.p_choice[i]),
+                    "p_choice_swapped": _json_float(self.p_choice_swapped[i]),
+                    "mu_score": _json_float(self.mu_score[i]),
+                    "score_probabilities": None
+                    if np.isnan(self.score_q[i]).any()
+                    else [float(q) for q in self.score_q[i]],
+                    "repeats": int(self.repeats[i]),
+                    "samples": self.samples[i],
+                }
+            )
+        return rows
+
+
+def _json_float(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
+def _mean_of(samples: Sequence[Mapping[str, Any]], key: str) -> float:
+    values = [s[key] for s in samples if s.get(key) is not None]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def aggregate_items(items: Sequence[Mapping[str, Any]]) -> ItemTable:
+    ok = sorted(
+        (item for item in items if not item.get("error") and item.get("samples")),
+        key=lambda item: item["instance_id"],
+    )
+    failed = sorted(
+        (item["instance_id"], item.get("error") or "no samples")
+        for item in items
+        if item.get("error") or not item.get("samples")
+    )
+    n = len(ok)
+    score_q = np.full((n, SCORE_LEVELS), np.nan)
+    for i, item in enumerate(ok):
+        scores = [s["score"] for s in item["samples"] if s.get("score") is not None]
+        if scores:
+            mean_q = np.mean(np.asarray(scores, dtype=float), axis=0)
+            score_q[i] = mean_q / mean_q.sum()
+    return ItemTable(
+        instance_id=[item["instance_id"] for item in ok],
+        latent_instance_id=[item["latent_instance_id"] for item in ok],
+        family=[item["family"] for item in ok],
+        representation=[item["representation"] for item in ok],
+        p_star=np.array([item["p_star"] for item in ok], dtype=float),
+        p_noul=np.array([_mean_of(item["samples"], "noul") for item in ok]),
+        p_choice=np.array([_mean_of(item["samples"], "choice") for item in ok]),
+        p_choice_swapped=np.array([_mean_of(item["samples"], "choice_swapped") for item in ok]),
+        score_q=score_q,
+        mu_score=score_q @ LEVEL_VALUES,
+        repeats=np.array([len(item["samples"]) for item in ok], dtype=int),
+        samples=[list(item["samples"]) for item in ok],
+        failed=failed,
+    )

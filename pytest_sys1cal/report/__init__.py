@@ -1,0 +1,1 @@
+"""Renderers of one result object: terminal tables, Markdown, JSON, JUnit properties."""
