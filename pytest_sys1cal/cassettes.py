@@ -1,0 +1,228 @@
+"""The VCR store: one vcrpy JSON cassette per rendering, a manifest per model version, atomic writes.
+
+vcrpy's ``use_cassette`` patches httpx globally and serves one cassette at a time, which would
+serialise recording. Instead the plugin owns an httpx transport that routes each request to its own
+rendering's `vcr.cassette.Cassette` (passed in the request's extensions), using vcrpy's matching and
+file format, so requests for different renderings can run concurrently and the files stay readable by
+``vcr.use_cassette(..., serializer="json")``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+from vcr import matchers
+from vcr.cassette import Cassette
+from vcr.record_mode import RecordMode
+from vcr.request import Request as VcrRequest
+from vcr.serialize import serialize
+from vcr.serializers import jsonserializer
+
+from .dataset import Rendering
+
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+MANIFEST = "manifest.json"
+MANIFEST_SCHEMA = "sys1cal-cassettes/1"
+EXTENSION_KEY = "sys1cal_cassette"
+REDACTED = "<REDACTED>"
+# Headers that carry or may carry credentials, matched case-insensitively on the name.
+SECRET_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|session|signature|credential|password", re.I)
+
+
+class CassetteMiss(Exception):
+    """A request that replay cannot answer; the message names the cassette file."""
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class AtomicPersister:
+    """vcrpy's filesystem persister, but an interrupted save never leaves a truncated cassette."""
+
+    @staticmethod
+    def load_cassette(cassette_path: str | Path, serializer: Any) -> Any:
+        from vcr.persisters.filesystem import FilesystemPersister
+
+        return FilesystemPersister.load_cassette(cassette_path, serializer)
+
+    @staticmethod
+    def save_cassette(cassette_path: str | Path, cassette_dict: Mapping[str, Any], serializer: Any) -> None:
+        write_atomic(Path(cassette_path), serialize(cassette_dict, serializer))
+
+
+def _canonical(value: Any, keep_order: bool = False) -> Any:
+    """JSON for matching: object key order is irrelevant except inside `criteria`, where the order of
+    Choice options is part of the question (a swapped Choice must never replay the unswapped answer)."""
+    if isinstance(value, dict):
+        pairs = [(key, _canonical(item, keep_order=key == "criteria")) for key, item in value.items()]
+        return pairs if keep_order else sorted(pairs, key=lambda pair: pair[0])
+    if isinstance(value, list):
+        return [_canonical(item) for item in value]
+    return value
+
+
+def json_body(r1: VcrRequest, r2: VcrRequest) -> None:
+    def load(request: VcrRequest) -> Any:
+        try:
+            return _canonical(json.loads(request.body or b"null"))
+        except ValueError:
+            return request.body
+
+    if load(r1) != load(r2):
+        raise AssertionError("request bodies differ (JSON, Choice option order significant)")
+
+
+# Host and port are left out on purpose: a cassette recorded against one server origin (or a
+# random-port local mock) must replay anywhere.
+MATCH_ON = (matchers.method, matchers.path, json_body)
+
+
+class CassetteStore:
+    """Cassette files of one model version: paths, loading, saving, the manifest."""
+
+    def __init__(self, root: Path, model: str, version: str, record_mode: str, secrets: Iterable[str] = ()):
+        if record_mode not in RECORD_MODES:
+            raise ValueError(f"record mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
+        self.root = root
+        self.folder = root / model / version
+        self.record_mode = record_mode
+        self._secrets = [s for s in secrets if s]
+
+    def path_for(self, rendering: Rendering) -> Path:
+        return self.folder / rendering.family / f"{rendering.short_id}.json"
+
+    def open(self, rendering: Rendering) -> Cassette:
+        return Cassette.load(
+            path=str(self.path_for(rendering)),
+            serializer=jsonserializer,
+            persister=AtomicPersister,
+            record_mode=RecordMode(self.record_mode),
+            match_on=MATCH_ON,
+            before_record_request=self._scrub_request,
+            before_record_response=self._scrub_response,
+            allow_playback_repeats=False,  # repeats replay in recorded order, once each
+        )
+
+    @staticmethod
+    def save(cassette: Cassette) -> None:
+        """Persist new interactions. The one private vcrpy call the plugin makes lives here."""
+        if cassette.dirty:
+            cassette._save(force=True)
+
+    def read_manifest(self) -> dict[str, Any] | None:
+        path = self.folder / MANIFEST
+        if not path.is_file():
+            return None
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc}); re-record or restore it") from None
+        if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
+            raise ValueError(f"{path}: not a {MANIFEST_SCHEMA} manifest")
+        return manifest
+
+    def write_manifest(self, manifest: Mapping[str, Any]) -> None:
+        text = json.dumps({"schema": MANIFEST_SCHEMA, **manifest}, indent=2, sort_keys=True) + "\n"
+        write_atomic(self.folder / MANIFEST, self._redact(text))
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def _scrub_request(self, request: VcrRequest) -> VcrRequest:
+        for name in list(request.headers):
+            if SECRET_HEADER.search(name):
+                del request.headers[name]
+        return request
+
+    def _scrub_response(self, response: dict[str, Any]) -> dict[str, Any]:
+        response["headers"] = {k: v for k, v in response["headers"].items() if not SECRET_HEADER.search(k)}
+        body = response["body"]["string"]
+        if self._secrets and isinstance(body, bytes):
+            for secret in self._secrets:
+                body = body.replace(secret.encode(), REDACTED.encode())
+            response["body"]["string"] = body
+        return response
+
+
+def to_vcr_request(request: httpx.Request) -> VcrRequest:
+    return VcrRequest(request.method, str(request.url), request.content, dict(request.headers))
+
+
+def play_or_miss(cassette: Cassette, vcr_request: VcrRequest, can_record: bool) -> httpx.Response | None:
+    """The recorded response, None when the request should go to the network, or CassetteMiss."""
+    if cassette.can_play_response_for(vcr_request):
+        recorded = cassette.play_response(vcr_request)
+        return httpx.Response(
+            recorded["status"]["code"],
+            headers=[(name, value) for name, values in recorded["headers"].items() for value in values],
+            content=recorded["body"]["string"],
+        )
+    if can_record and not cassette.write_protected:
+        return None
+    path = cassette.path
+    if not Path(path).is_file():
+        raise CassetteMiss(f"no cassette {path}")
+    played, total = cassette.play_count, len(cassette)
+    raise CassetteMiss(f"{path} holds no unplayed recording of this request ({total} recorded, {played} already played)")
+
+
+def record(cassette: Cassette, vcr_request: VcrRequest, response: httpx.Response) -> None:
+    """Keep a successful interaction; an error response never reaches a cassette."""
+    if 200 <= response.status_code < 300:
+        headers: dict[str, list[str]] = {}
+        for name, value in response.headers.multi_items():
+            headers.setdefault(name, []).append(value)
+        cassette.append(
+            vcr_request,
+            {
+                "status": {"code": response.status_code, "message": response.reason_phrase},
+                "headers": headers,
+                "body": {"string": response.content},
+            },
+        )
+
+
+class CassetteTransport(httpx.BaseTransport):
+    """Replays from the request's cassette; sends to `inner` and records only when the mode allows.
+
+    With record mode ``none`` there is no inner transport at all, so replay cannot open a socket.
+    """
+
+    def __init__(self, inner: httpx.BaseTransport | None):
+        self.inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        cassette: Cassette = request.extensions[EXTENSION_KEY]
+        request.read()
+        vcr_request = to_vcr_request(request)
+        played = play_or_miss(cassette, vcr_request, self.inner is not None)
+        if played is not None:
+            return played
+        assert self.inner is not None
+        response = self.inner.handle_request(request)
+        response.read()
+        record(cassette, vcr_request, response)
+        return response
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()

@@ -1,0 +1,56 @@
+"""One pytest item per rendering. The item only asks the run to measure its rendering."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .dataset import Rendering
+
+if TYPE_CHECKING:
+    from .session import Sys1CalRun
+
+MARKER = "sys1cal: a Sys1Cal benchmark rendering (added automatically by pytest-sys1cal)"
+
+
+class Sys1CalItem(pytest.Item):
+    def __init__(self, *, rendering: Rendering, run: Sys1CalRun, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.rendering = rendering
+        self.run = run
+        # The result travels on this item's test report, so it reaches the xdist controller too.
+        self.sys1cal_result: dict[str, Any] | None = None
+        self.add_marker("sys1cal")
+        # -k also matches the dataset's own instance id and the latent problem's id.
+        self.extra_keyword_matches.update({rendering.instance_id, rendering.latent_instance_id, rendering.family})
+
+    def runtest(self) -> None:
+        from .session import ItemFailure
+
+        try:
+            self.sys1cal_result = self.run.measure(self.rendering)
+        except ItemFailure as exc:
+            self.sys1cal_result = {**self.run.identity(self.rendering), "samples": [], "error": str(exc)}
+            if exc.fatal:
+                self.session.shouldstop = f"sys1cal: {exc}"
+            raise
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        from .session import ItemFailure
+
+        if isinstance(excinfo.value, ItemFailure):
+            return f"{self.rendering.instance_id}: {excinfo.value}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.run.dataset.path, self.rendering.line - 1, f"sys1cal {self.rendering.short_id}"
+
+
+def make_items(session: pytest.Session, run: Sys1CalRun) -> Iterator[Sys1CalItem]:
+    """Items in dataset order (family, then id), with stable ids: sys1cal[<model>/<family>/<id>]."""
+    for rendering in run.dataset.renderings:
+        name = f"sys1cal[{run.model_name}/{rendering.family}/{rendering.short_id}]"
+        yield Sys1CalItem.from_parent(session, name=name, nodeid=name, rendering=rendering, run=run)

@@ -1,0 +1,168 @@
+"""Load and validate a Sys1Cal JSONL file (parallel-primitives schema) into `Rendering` records.
+
+Every problem is reported as a `DatasetError` naming the file, the line and the field, so the plugin
+can turn it into a one-line usage error instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+PARALLEL_SUFFIX = "__parallel_primitives"
+SCORE_LEVELS = 10
+# The gold distribution may carry float rounding; anything further off is a broken file.
+GOLD_SUM_TOLERANCE = 1e-9
+
+# Bundled datasets, by the name users pass to --sys1cal-dataset.
+BUNDLED = {"sys1cal-v1": "sys1cal-v1.jsonl"}
+_SOURCE_CHECKOUT_FILES = {"sys1cal-v1": "fixtures/sys1cal-v1/v0.1.0_tiny_cleanvars_parallel_primitives.jsonl"}
+
+
+class DatasetError(Exception):
+    """A dataset problem, worded for the user: where it is and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """One rendering of a latent problem: what the model is shown, and the exact answer."""
+
+    instance_id: str
+    latent_instance_id: str
+    family: str
+    representation: str
+    p_star: float
+    proposition: str
+    choice_question: str
+    score_question: str
+    score_levels: tuple[str, ...]
+    state: Any
+    line: int
+
+    @property
+    def short_id(self) -> str:
+        """The instance id without the schema suffix: used in item ids and cassette file names."""
+        return self.instance_id.removesuffix(PARALLEL_SUFFIX)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    path: Path
+    sha256: str
+    renderings: tuple[Rendering, ...]
+
+    @property
+    def latent_problems(self) -> int:
+        return len({r.latent_instance_id for r in self.renderings})
+
+
+def resolve_path(spec: str | Path) -> tuple[str, Path]:
+    """(name, path) for a bundled dataset name or a JSONL path."""
+    if isinstance(spec, str) and spec in BUNDLED:
+        return spec, _bundled_path(spec)
+    path = Path(spec)
+    if not path.is_file():
+        names = ", ".join(sorted(BUNDLED))
+        raise DatasetError(f"{spec}: no such dataset file (bundled datasets: {names})")
+    return path.stem, path
+
+
+def _bundled_path(name: str) -> Path:
+    packaged = resources.files("pytest_sys1cal") / "_bundled" / BUNDLED[name]
+    if packaged.is_file():
+        return Path(str(packaged))
+    # An editable install runs from the source checkout, where the file lives in fixtures/.
+    checkout = Path(__file__).resolve().parent.parent / _SOURCE_CHECKOUT_FILES[name]
+    if checkout.is_file():
+        return checkout
+    raise DatasetError(f"bundled dataset {name!r} is missing from this installation; reinstall pytest-sys1cal")
+
+
+def load_dataset(spec: str | Path) -> Dataset:
+    name, path = resolve_path(spec)
+    raw = path.read_bytes()
+    renderings: list[Rendering] = []
+    seen: dict[str, int] = {}
+    latent_p: dict[str, tuple[float, int]] = {}
+    for number, text in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
+        if not text.strip():
+            continue
+        rendering = _parse_line(path, number, text)
+        if rendering.instance_id in seen:
+            raise DatasetError(
+                f"{path}:{number}: field 'instance_id': {rendering.instance_id!r} repeats line "
+                f"{seen[rendering.instance_id]}; instance ids must be unique"
+            )
+        seen[rendering.instance_id] = number
+        first = latent_p.setdefault(rendering.latent_instance_id, (rendering.p_star, number))
+        if first[0] != rendering.p_star:
+            raise DatasetError(
+                f"{path}:{number}: field 'gold_distribution': p*={rendering.p_star!r} differs from "
+                f"p*={first[0]!r} on line {first[1]} of the same latent problem "
+                f"{rendering.latent_instance_id!r}; equivalent renderings must share p*"
+            )
+        renderings.append(rendering)
+    if not renderings:
+        raise DatasetError(f"{path}: the file holds no renderings")
+    renderings.sort(key=lambda r: (r.family, r.short_id))
+    return Dataset(name=name, path=path, sha256=hashlib.sha256(raw).hexdigest(), renderings=tuple(renderings))
+
+
+def _parse_line(path: Path, number: int, text: str) -> Rendering:
+    where = f"{path}:{number}"
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise DatasetError(f"{where}: expected a JSON object per line")
+
+    def field(key: str, kind: type | tuple[type, ...], container: dict[str, Any] = obj, prefix: str = "") -> Any:
+        if key not in container:
+            hint = " (is this the binary file? use the parallel-primitives file)" if key == "queries" else ""
+            raise DatasetError(f"{where}: missing field '{prefix}{key}'{hint}")
+        value = container[key]
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            raise DatasetError(f"{where}: field '{prefix}{key}' has the wrong type ({type(value).__name__})")
+        return value
+
+    instance_id = field("instance_id", str)
+    latent = field("latent_instance_id", str)
+    if not instance_id.startswith(latent):
+        raise DatasetError(
+            f"{where}: field 'latent_instance_id': {latent!r} is not a prefix of instance_id {instance_id!r}"
+        )
+    gold = field("gold_distribution", dict)
+    for label in ("True", "False"):
+        value = field(label, (int, float), gold, "gold_distribution.")
+        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            raise DatasetError(f"{where}: field 'gold_distribution.{label}' = {value!r} is not in [0, 1]")
+    if abs(gold["True"] + gold["False"] - 1.0) > GOLD_SUM_TOLERANCE:
+        raise DatasetError(f"{where}: field 'gold_distribution' sums to {gold['True'] + gold['False']!r}, not 1")
+    queries = field("queries", dict)
+    choice = field("choice", dict, queries, "queries.")
+    score = field("score", dict, queries, "queries.")
+    levels = field("levels", list, score, "queries.score.")
+    if len(levels) != SCORE_LEVELS or not all(isinstance(level, str) for level in levels):
+        raise DatasetError(f"{where}: field 'queries.score.levels' must list {SCORE_LEVELS} level names")
+    if "state" not in obj:
+        raise DatasetError(f"{where}: missing field 'state'")
+    return Rendering(
+        instance_id=instance_id,
+        latent_instance_id=latent,
+        family=field("family", str),
+        representation=field("representation", str),
+        p_star=float(gold["True"]),
+        proposition=field("proposition", str),
+        choice_question=field("question", str, choice, "queries.choice."),
+        score_question=field("question", str, score, "queries.score."),
+        score_levels=tuple(levels),
+        state=obj["state"],
+        line=number,
+    )

@@ -1,0 +1,168 @@
+"""The one small interface every model adapter implements, and the answer checks they share.
+
+An adapter turns a rendering's questions into HTTP requests and the responses back into one sample
+``{"noul": p, "choice": p, "choice_swapped": p, "score": [q_0..q_9]}`` (P(True) throughout). It never
+sends anything itself: the run sends the requests (replaying, recording, retrying, concurrently or
+not), so every adapter gets cassettes, retries and rate limits for free.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..dataset import Rendering
+
+# Servers round probabilities (Jev and OpenRouter to 2 decimals), so a distribution may miss 1 by a few
+# hundredths; beyond this it is malformed. Same floor as jevcompat's ε_sum.
+SUM_TOLERANCE = 0.05
+# Values a hair outside [0, 1] are float noise; anything further is a malformed answer.
+RANGE_TOLERANCE = 1e-9
+QUOTE_LIMIT = 400
+
+
+@dataclass(frozen=True)
+class WireRequest:
+    method: str
+    url: str
+    body: Any  # JSON-serialisable
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def content(self) -> bytes:
+        # Compact JSON, never compressed: a compressed body cannot be matched or read in a cassette.
+        return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class WireResponse:
+    status: int
+    headers: Mapping[str, str]
+    content: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+class AnswerError(Exception):
+    """The server answered, but not with a usable probability; fails the item, quoting the answer."""
+
+
+class ServerError(Exception):
+    """A non-2xx response (or none at all), with the server's own words."""
+
+    def __init__(self, status: int | None, message: str, *, retry_after: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+    @property
+    def fatal(self) -> bool:
+        """Authentication problems repeat on every request: stop the run rather than fail 365 items."""
+        return self.status in (401, 403)
+
+    def __str__(self) -> str:
+        return f"HTTP {self.status}: {self.message}" if self.status else self.message
+
+
+class ModelAdapter(ABC):
+    """Base class of the built-in adapters; third-party adapters register through hookspecs.py."""
+
+    name: ClassVar[str]
+    default_version: ClassVar[str]
+    default_base_url: ClassVar[str]
+    base_url_env: ClassVar[str | None] = None
+    key_env: ClassVar[str | None] = None
+    key_required: ClassVar[bool] = False
+
+    def __init__(self, version: str | None, base_url: str | None, environ: Mapping[str, str]):
+        self.version = version or self.default_version
+        env_url = environ.get(self.base_url_env) if self.base_url_env else None
+        self.base_url = (base_url or env_url or self.default_base_url).rstrip("/")
+        self.api_key = environ.get(self.key_env) if self.key_env else None
+
+    def missing_key(self) -> str | None:
+        """Why this adapter cannot send live requests (None when it can)."""
+        if self.key_required and not self.api_key:
+            return f"{self.key_env} is not set; export it to record (it is read from the environment only)"
+        return None
+
+    @property
+    def secrets(self) -> list[str]:
+        """Values that must never reach a cassette, report or log."""
+        return [self.api_key] if self.api_key else []
+
+    @abstractmethod
+    def requests(self, rendering: Rendering, question_ids: Sequence[str]) -> list[WireRequest]:
+        """The requests that ask every question once (one repeat)."""
+
+    @abstractmethod
+    def parse(self, question_ids: Sequence[str], responses: Sequence[WireResponse]) -> dict[str, Any]:
+        """One sample from the responses to `requests`, in the same order; raises AnswerError."""
+
+    def reported_model(self, responses: Sequence[WireResponse]) -> str | None:
+        """The model id the server says answered, for the manifest (None if it does not say)."""
+        return None
+
+    def error(self, response: WireResponse) -> ServerError:
+        """The server's error, worded from its body."""
+        return ServerError(response.status, _error_message(response))
+
+
+def _error_message(response: WireResponse) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.content.decode("utf-8", errors="replace")[:QUOTE_LIMIT] or "(empty body)"
+    # The shapes seen in the wild: {"detail": str | {message} | [{loc, msg}]}, {"error": str | {message}}.
+    for key in ("detail", "error", "message"):
+        value = body.get(key) if isinstance(body, dict) else None
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict):
+            return str(value.get("message") or value.get("error_type") or value)
+        if isinstance(value, list) and value:
+            return "; ".join(
+                f"{'.'.join(str(p) for p in d.get('loc', []))}: {d.get('msg')}" if isinstance(d, dict) else str(d)
+                for d in value
+            )
+    return json.dumps(body)[:QUOTE_LIMIT]
+
+
+def quote(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 1] + "…"
+
+
+def check_probability(value: Any, what: str, answer: Any) -> float:
+    """A finite number in [0, 1] (clipping float noise), or AnswerError quoting the answer."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise AnswerError(f"{what} is {quote(value)}, not a number; answer: {quote(answer)}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise AnswerError(f"{what} is {value}, not a finite number; answer: {quote(answer)}")
+    if not -RANGE_TOLERANCE <= value <= 1 + RANGE_TOLERANCE:
+        raise AnswerError(f"{what} = {value} is outside [0, 1]; answer: {quote(answer)}")
+    return min(1.0, max(0.0, value))
+
+
+def check_distribution(probabilities: Any, keys: Sequence[str], what: str, answer: Any) -> list[float]:
+    """Probabilities for `keys`, in that order, renormalised; AnswerError when the keys or sum are wrong."""
+    if not isinstance(probabilities, dict):
+        raise AnswerError(f"{what}: 'probabilities' is missing or not an object; answer: {quote(answer)}")
+    if set(probabilities) != set(keys):
+        raise AnswerError(
+            f"{what}: probability keys {sorted(probabilities)} are not the options {list(keys)}; "
+            f"answer: {quote(answer)}"
+        )
+    values = [check_probability(probabilities[k], f"{what}: P({k})", answer) for k in keys]
+    total = sum(values)
+    if abs(total - 1.0) > SUM_TOLERANCE:
+        raise AnswerError(
+            f"{what}: probabilities sum to {total:.4f}, not 1 (tolerance {SUM_TOLERANCE}); answer: {quote(answer)}"
+        )
+    return [v / total for v in values]

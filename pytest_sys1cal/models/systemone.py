@@ -1,0 +1,95 @@
+"""`POST /v1/systemone`: TypeSafe's Jev, and any server that speaks its wire format.
+
+One request per repeat carries every question of the rendering: the server reads the state once and
+answers the questions in isolation, which is also how the paper queried Jev.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import __version__
+from ..dataset import SCORE_LEVELS, Rendering
+from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
+from .base import (
+    AnswerError,
+    ModelAdapter,
+    WireRequest,
+    WireResponse,
+    check_distribution,
+    check_probability,
+    quote,
+)
+
+SCORE_KEYS = [str(j) for j in range(SCORE_LEVELS)]
+
+
+class SystemOneAdapter(ModelAdapter):
+    """Any `/v1/systemone` server: `--sys1cal-base-url` and `--sys1cal-model-version` say which."""
+
+    name = "systemone"
+    default_version = "jev-latest"
+    default_base_url = "http://127.0.0.1:8787"
+    base_url_env = "SYS1CAL_BASE_URL"
+    key_env = "SYS1CAL_API_KEY"
+
+    def requests(self, rendering: Rendering, question_ids: Sequence[str]) -> list[WireRequest]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"pytest-sys1cal/{__version__}",
+        }
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        body = {"model": self.version, "state": rendering.state, "questions": build_questions(rendering, tuple(question_ids))}
+        return [WireRequest("POST", f"{self.base_url}/v1/systemone", body, headers)]
+
+    def parse(self, question_ids: Sequence[str], responses: Sequence[WireResponse]) -> dict[str, Any]:
+        (response,) = responses
+        try:
+            body = response.json()
+        except ValueError:
+            raise AnswerError(f"the response is not JSON: {quote(response.content.decode('utf-8', 'replace'))}") from None
+        answers = body.get("answers") if isinstance(body, dict) else None
+        if not isinstance(answers, dict):
+            raise AnswerError(f"the response has no 'answers' object: {quote(body)}")
+        sample: dict[str, Any] = {}
+        for qid in question_ids:
+            answer = answers.get(qid)
+            if not isinstance(answer, dict):
+                raise AnswerError(f"no answer to question {qid!r}; answers: {quote(answers)}")
+            sample[qid] = _parse_answer(qid, answer)
+        return sample
+
+    def reported_model(self, responses: Sequence[WireResponse]) -> str | None:
+        try:
+            model = responses[0].json().get("model")
+        except (ValueError, AttributeError, IndexError):
+            return None
+        return model if isinstance(model, str) else None
+
+
+def _parse_answer(qid: str, answer: dict[str, Any]) -> Any:
+    expected = "noul" if qid == NOUL else "score" if qid == SCORE else "choice"
+    if answer.get("type") != expected:
+        raise AnswerError(f"answer to {qid!r} has type {answer.get('type')!r}, expected {expected!r}: {quote(answer)}")
+    if qid == NOUL:
+        return check_probability(answer.get("noul"), f"answer to {qid!r}: noul", answer)
+    if qid == SCORE:
+        # Keys are decimal strings on the wire ("0".."9"); the legend is informational and not checked.
+        return check_distribution(answer.get("probabilities"), SCORE_KEYS, f"answer to {qid!r}", answer)
+    options = CHOICE_OPTIONS[qid]
+    probabilities = check_distribution(answer.get("probabilities"), options, f"answer to {qid!r}", answer)
+    return probabilities[options.index("True")]
+
+
+class JevAdapter(SystemOneAdapter):
+    """TypeSafe's Jev, pinned to the version the thresholds were tuned on."""
+
+    name = "jev"
+    default_version = "jev-1.13.0"
+    default_base_url = "https://api.typesafe.ai"
+    base_url_env = "TYPESAFE_BASE_URL"
+    key_env = "TYPESAFE_API_KEY"
+    key_required = True

@@ -1,0 +1,107 @@
+"""pytest hooks of pytest-sys1cal: each one a few lines, delegating to pure modules.
+
+Without ``--sys1cal`` only the options are registered: an ordinary pytest run pays nothing (no numpy,
+scipy, httpx or vcrpy import). With it, `ActiveRun` is registered as a plugin and owns the hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .session import Sys1CalRun
+
+RUN_KEY = pytest.StashKey["Sys1CalRun"]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from .models import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@pytest.hookimpl(trylast=True)  # last, so every other plugin's options are known when --model is decided
+def pytest_addoption(parser: pytest.Parser) -> None:
+    from .options import add_options
+
+    add_options(parser, register_model_alias=not _option_taken(parser, "--model"))
+
+
+def _option_taken(parser: pytest.Parser, flag: str) -> bool:
+    # Two plugins defining one flag crash pytest at start-up; pytest has no public way to ask,
+    # so look at the registered groups (defensively: these attributes are private).
+    groups = [getattr(parser, "_anonymous", None), *getattr(parser, "_groups", [])]
+    return any(flag in option.names() for group in groups if group is not None for option in group.options)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("sys1cal", False):
+        return
+    from .collect import MARKER
+    from .session import Sys1CalRun
+
+    config.addinivalue_line("markers", MARKER)
+    run = Sys1CalRun(config)
+    config.stash[RUN_KEY] = run
+    config.pluginmanager.register(ActiveRun(run, controller=not hasattr(config, "workerinput")), "sys1cal-run")
+
+
+class ActiveRun:
+    """The hooks of a run with ``--sys1cal``. On an xdist worker it measures; on the controller (or
+    without xdist) it also aggregates the results that arrive on test reports and prints once."""
+
+    def __init__(self, run: Sys1CalRun, *, controller: bool):
+        self.run = run
+        self.controller = controller
+
+    def pytest_report_header(self) -> str:
+        return self.run.header()
+
+    def pytest_sessionstart(self) -> None:
+        if self.controller:
+            self.run.start_recording()
+
+    def pytest_ignore_collect(self, config: pytest.Config) -> bool | None:
+        # `pytest --sys1cal` with no path arguments runs the benchmark alone; name paths to add your tests.
+        return True if config.args_source != pytest.Config.ArgsSource.ARGS else None
+
+    @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so they apply to our items
+    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+        from .collect import make_items
+
+        items[:0] = list(make_items(session, self.run))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+        report = yield
+        result = getattr(item, "sys1cal_result", None)
+        if call.when == "call" and result is not None:
+            report.sys1cal = result  # serialised with the report, so it reaches the xdist controller
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        row = getattr(report, "sys1cal", None)
+        if self.controller and row is not None and report.when == "call":
+            self.run.add_result(row)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.controller:
+            self.run.finish()
+            if self.run.finish_error:
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            elif self.run.failed_gates and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+        if self.controller and not config.option.collectonly:
+            terminalreporter.write_sep("=", "sys1cal")
+            for text, markup in self.run.summary_lines():
+                terminalreporter.write_line(text, **markup)
+
+    def pytest_unconfigure(self) -> None:
+        self.run.close()

@@ -1,0 +1,290 @@
+"""The run's state (kept in ``config.stash``): settings, dataset, adapter and cassettes; measuring one
+rendering; and, on the controller, the collected results, the analysis and the report at the end.
+
+Heavy imports (httpx, vcrpy, numpy, scipy) happen here, and only once ``--sys1cal`` is given.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .cassettes import EXTENSION_KEY, CassetteMiss, CassetteStore, CassetteTransport
+from .dataset import Dataset, DatasetError, Rendering, load_dataset
+from .models import UnknownModel, make_adapter
+from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
+from .options import resolve
+from .questions import ALL_QUESTIONS
+
+RECORDING_REPEATS = 10
+TIMEOUT_SECONDS = 60.0
+
+
+class ItemFailure(Exception):
+    """Fails one item with a message and no traceback."""
+
+    def __init__(self, message: str, *, fatal: bool = False):
+        super().__init__(message)
+        self.fatal = fatal
+
+
+class Sys1CalRun:
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.model_name: str = resolve(config, "--sys1cal-model")
+        self.record_mode: str = resolve(config, "--sys1cal-record-mode")
+        self.seed: int = resolve(config, "--sys1cal-seed")
+        self.report_path: Path | None = resolve(config, "--sys1cal-report")
+        self.dataset: Dataset = _usage(load_dataset, resolve(config, "--sys1cal-dataset"))
+        registered = config.hook.pytest_sys1cal_adapters()
+        self.adapter: ModelAdapter = _usage(
+            make_adapter,
+            self.model_name,
+            registered,
+            version=resolve(config, "--sys1cal-model-version"),
+            base_url=resolve(config, "--sys1cal-base-url"),
+            environ=os.environ,
+        )
+        config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=self.adapter)
+        self.store = CassetteStore(
+            resolve(config, "--sys1cal-cassettes"), self.model_name, self.adapter.version, self.record_mode, self.adapter.secrets
+        )
+        self.manifest = _usage(self.store.read_manifest)
+        self._check_manifest()
+        rerecord = self.record_mode == "all" or self.manifest is None
+        self.question_ids: tuple[str, ...] = ALL_QUESTIONS if rerecord else tuple(self.manifest["questions"])
+        manifest_repeats = None if rerecord else self.manifest["repeats"]
+        self.repeats: int = resolve(config, "--sys1cal-repeats") or manifest_repeats or RECORDING_REPEATS
+        self.results: list[dict[str, Any]] = []
+        self.report: dict[str, Any] | None = None
+        self.failed_gates: list[dict[str, Any]] = []
+        self.finish_error: str | None = None
+        self._client: httpx.Client | None = None
+
+    # ------------------------------------------------------------------ settings
+
+    @property
+    def recording(self) -> bool:
+        return self.record_mode != "none"
+
+    @property
+    def source(self) -> str:
+        return self.manifest["source"] if self.manifest else "recorded"
+
+    def _check_manifest(self) -> None:
+        if self.manifest is None:
+            return
+        recorded_for = self.manifest.get("dataset", {}).get("sha256")
+        if recorded_for != self.dataset.sha256 and self.record_mode != "all":
+            raise pytest.UsageError(
+                f"{self.store.folder / 'manifest.json'}: these cassettes were recorded for dataset sha256 "
+                f"{recorded_for}, but {self.dataset.path} has sha256 {self.dataset.sha256}; use the matching "
+                f"dataset, another --sys1cal-cassettes folder, or re-record with --sys1cal-record-mode=all"
+            )
+
+    def header(self) -> str:
+        cassettes = f"{self.source} cassettes, {self.repeats} repeat{'s' if self.repeats != 1 else ''}"
+        return (
+            f"sys1cal: model {self.model_name} {self.adapter.version} ({cassettes}); dataset {self.dataset.name} "
+            f"sha256 {self.dataset.sha256[:12]}… ({len(self.dataset.renderings)} renderings, "
+            f"{self.dataset.latent_problems} latent problems); record mode {self.record_mode}; "
+            f"cassettes {self.store.folder}; seed {self.seed}"
+        )
+
+    def record_command(self, rendering: Rendering, mode: str = "once") -> str:
+        key = f"{self.adapter.key_env}=... " if self.adapter.key_required else ""
+        return f"{key}pytest --sys1cal --sys1cal-model {self.model_name} --sys1cal-record-mode={mode} -k {rendering.short_id}"
+
+    # ------------------------------------------------------------------ measuring one rendering
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            inner: httpx.BaseTransport | None = None
+            if self.recording:
+                missing = self.adapter.missing_key()
+                inner = _RefusingTransport(missing) if missing else httpx.HTTPTransport()
+            self._client = httpx.Client(transport=CassetteTransport(inner), timeout=TIMEOUT_SECONDS)
+        return self._client
+
+    def measure(self, rendering: Rendering) -> dict[str, Any]:
+        """Ask (or replay) every question of `rendering` for every repeat; save the cassette only when
+        all of them succeeded, so a failure never leaves a partial recording behind."""
+        cassette = self.store.open(rendering)
+        samples: list[dict[str, Any]] = []
+        server_model = None
+        try:
+            for _ in range(self.repeats):
+                requests = self.adapter.requests(rendering, self.question_ids)
+                responses = [self._send(cassette, request) for request in requests]
+                samples.append(self.adapter.parse(self.question_ids, responses))
+                server_model = self.adapter.reported_model(responses) or server_model
+        except CassetteMiss as exc:
+            mode = "new_episodes" if Path(cassette.path).is_file() else "once"
+            raise ItemFailure(f"{exc}; record it with: {self.record_command(rendering, mode)}") from None
+        except ServerError as exc:
+            raise ItemFailure(f"server error: {exc}", fatal=exc.fatal) from None
+        except AnswerError as exc:
+            raise ItemFailure(f"malformed answer: {exc}") from None
+        recorded = bool(cassette.dirty)
+        self.store.save(cassette)
+        return {**self.identity(rendering), "samples": samples, "server_model": server_model, "recorded": recorded}
+
+    def _send(self, cassette: Any, request: WireRequest) -> WireResponse:
+        try:
+            response = self.client.request(
+                request.method,
+                request.url,
+                content=request.content(),
+                headers=dict(request.headers),
+                extensions={EXTENSION_KEY: cassette},
+            )
+        except _MissingKey as exc:
+            raise ItemFailure(f"cannot record: {exc}", fatal=True) from None
+        except httpx.ConnectError as exc:
+            # Nothing answers at that address: every other item would fail the same way.
+            raise ItemFailure(f"cannot connect to {request.url}: {exc}", fatal=True) from None
+        except httpx.HTTPError as exc:
+            raise ServerError(None, f"no response from {request.url}: {type(exc).__name__}: {exc}") from None
+        wire = WireResponse(response.status_code, dict(response.headers), response.content)
+        if not 200 <= response.status_code < 300:
+            raise self.adapter.error(wire)
+        return wire
+
+    @staticmethod
+    def identity(rendering: Rendering) -> dict[str, Any]:
+        return {
+            "instance_id": rendering.instance_id,
+            "latent_instance_id": rendering.latent_instance_id,
+            "family": rendering.family,
+            "representation": rendering.representation,
+            "p_star": rendering.p_star,
+        }
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    # ------------------------------------------------------------------ controller: manifest, results, report
+
+    def start_recording(self) -> None:
+        """Write the manifest before the first request, so an interrupted recording is resumable."""
+        if not self.recording:
+            return
+        if self.manifest is None or self.record_mode == "all":
+            self.manifest = {
+                "model": self.model_name,
+                "version": self.adapter.version,
+                "server_model": None,
+                "dataset": {"name": self.dataset.name, "sha256": self.dataset.sha256},
+                "repeats": self.repeats,
+                "questions": list(self.question_ids),
+                "source": "recorded",
+                "recorded_at": None,
+            }
+            self.store.write_manifest(self.manifest)
+
+    def finish_recording(self) -> None:
+        recorded = [row for row in self.results if row.get("recorded")]
+        if not recorded or self.manifest is None:
+            return
+        server_models = sorted({row["server_model"] for row in recorded if row.get("server_model")})
+        source = self.manifest["source"]
+        self.manifest = {
+            **self.manifest,
+            "server_model": ", ".join(server_models) or self.manifest.get("server_model"),
+            "recorded_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
+            "source": source if source == "recorded" else "mixed",
+        }
+        if not any(row.get("error") for row in self.results):
+            self.manifest["repeats"] = self.repeats
+        self.store.write_manifest(self.manifest)
+
+    def add_result(self, row: dict[str, Any]) -> None:
+        self.results.append(row)
+
+    def finish(self) -> None:
+        """Analyse what was measured, write the report and the manifest. Never raises: a summary hook
+        that raises loses pytest's own summary, so a failure here becomes a red line instead."""
+        try:
+            self.finish_recording()
+            if not self.results:
+                return
+            from .analysis import analyze
+            from .report.json_report import build_report, write_report
+
+            analysis = analyze(self.results, seed=self.seed)
+            self.report = build_report(
+                model=self.model_info(),
+                dataset={
+                    "name": self.dataset.name,
+                    "sha256": self.dataset.sha256,
+                    "renderings": len(self.dataset.renderings),
+                    "latent_problems": self.dataset.latent_problems,
+                },
+                repeats=self.repeats,
+                seed=self.seed,
+                analysis=analysis,
+                gates=[],
+            )
+            if self.report_path:
+                write_report(self.report_path, self.report)
+        except Exception as exc:  # noqa: BLE001 - reported in the summary, with the traceback under -v
+            import traceback
+
+            self.finish_error = f"{type(exc).__name__}: {exc}"
+            self.finish_traceback = traceback.format_exc()
+
+    def summary_lines(self) -> list[tuple[str, dict[str, bool]]]:
+        from .report.terminal import summary_lines
+
+        lines: list[tuple[str, dict[str, bool]]] = []
+        if self.report is not None:
+            lines += summary_lines(self.report)
+        elif not self.finish_error:
+            lines.append(("no rendering was measured (all deselected or skipped)", {}))
+        if self.report_path and self.report is not None:
+            lines.append((f"JSON report written to {self.report_path}", {}))
+        if self.finish_error:
+            lines.append((f"sys1cal could not finish the analysis: {self.finish_error}", {"red": True, "bold": True}))
+            if self.config.get_verbosity() > 0:
+                lines += [(text, {}) for text in self.finish_traceback.splitlines()]
+            else:
+                lines.append(("(run with -v for the traceback)", {}))
+        return lines
+
+    def model_info(self) -> dict[str, Any]:
+        return {
+            "name": self.model_name,
+            "version": self.adapter.version,
+            "source": self.source,
+            "server_model": (self.manifest or {}).get("server_model"),
+        }
+
+
+def _usage(function: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call `function`; turn the user's mistakes it reports into a pytest usage error (no traceback)."""
+    try:
+        return function(*args, **kwargs)
+    except (DatasetError, UnknownModel, ValueError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+class _RefusingTransport(httpx.BaseTransport):
+    """Stands in for the network when the adapter has no API key: one clear error, nothing sent."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        raise _MissingKey(self.reason)
+
+
+class _MissingKey(httpx.HTTPError):
+    def __init__(self, reason: str):
+        super().__init__(reason)

@@ -1,0 +1,102 @@
+"""Rebuild cassettes/jev/jev-1.13.0/ from the per-item Jev outputs published with the Sys1Cal-v1 paper.
+
+    python scripts/build_jev_cassettes.py
+
+Each rendering gets one interaction: the request the jev adapter sends today (Noul, Choice [False, True]
+and Score; the paper asked no swapped Choice) and a response carrying the published repeat-mean
+answers. The manifest says `reconstructed`, repeats 1. Rerunning the script writes identical files.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from vcr.request import Request as VcrRequest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pytest_sys1cal.cassettes import CassetteStore  # noqa: E402
+from pytest_sys1cal.dataset import load_dataset  # noqa: E402
+from pytest_sys1cal.models.systemone import JevAdapter  # noqa: E402
+from pytest_sys1cal.questions import CHOICE, NOUL, SCORE  # noqa: E402
+
+PUBLISHED = ROOT / "fixtures" / "published-jev" / "noul_choice_score_instance_metrics.csv"
+QUESTIONS = (NOUL, CHOICE, SCORE)
+
+
+def response_body(row: dict[str, str], levels: tuple[str, ...]) -> dict:
+    p_choice = float(row["p_choice"])
+    q = [float(row[f"q_{j}"]) for j in range(len(levels))]
+    return {
+        "model": "jev-1.13.0",
+        "answers": {
+            NOUL: {"type": "noul", "noul": float(row["p_noul"])},
+            CHOICE: {
+                "type": "choice",
+                "choice": "True" if p_choice > 0.5 else "False",
+                "probabilities": {"False": 1.0 - p_choice, "True": p_choice},
+            },
+            SCORE: {
+                "type": "score",
+                "score": sum(j * qj for j, qj in enumerate(q)),
+                "legend": {str(j): level for j, level in enumerate(levels)},
+                "probabilities": {str(j): qj for j, qj in enumerate(q)},
+            },
+        },
+        # An x_ extension field (allowed by the wire contract): where these numbers come from.
+        "x_sys1cal_reconstructed_from": f"{PUBLISHED.relative_to(ROOT)} (mean of 10 repeats)",
+    }
+
+
+def main() -> int:
+    dataset = load_dataset("sys1cal-v1")
+    rows = {row["instance_id"]: row for row in csv.DictReader(PUBLISHED.open(newline=""))}
+    adapter = JevAdapter(version=None, base_url=None, environ={})
+    store = CassetteStore(ROOT / "cassettes", "jev", adapter.version, "once")
+    if store.folder.exists():
+        shutil.rmtree(store.folder)
+    for rendering in dataset.renderings:
+        (request,) = adapter.requests(rendering, QUESTIONS)
+        cassette = store.open(rendering)
+        body = json.dumps(response_body(rows[rendering.instance_id], rendering.score_levels), separators=(",", ":"))
+        cassette.append(
+            VcrRequest(request.method, request.url, request.content(), dict(request.headers)),
+            {
+                "status": {"code": 200, "message": "OK"},
+                "headers": {"content-type": ["application/json"]},
+                "body": {"string": body.encode()},
+            },
+        )
+        store.save(cassette)
+    store.write_manifest(
+        {
+            "model": "jev",
+            "version": adapter.version,
+            "server_model": "jev-1.13.0",
+            "dataset": {"name": dataset.name, "sha256": dataset.sha256},
+            "repeats": 1,
+            "questions": list(QUESTIONS),
+            "source": "reconstructed",
+            "recorded_at": None,
+            "reconstructed_from": {
+                "file": str(PUBLISHED.relative_to(ROOT)),
+                "sha256": hashlib.sha256(PUBLISHED.read_bytes()).hexdigest(),
+                "note": (
+                    "Per-item Jev outputs published with the Sys1Cal-v1 paper (results/jev_parallel_tiny_10x_parallel_002, "
+                    "mean of 10 repeats per item); one interaction per rendering; no swapped Choice was asked."
+                ),
+            },
+        }
+    )
+    print(f"wrote {len(dataset.renderings)} cassettes and the manifest to {store.folder.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
