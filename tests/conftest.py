@@ -1,0 +1,3 @@
+"""The project's own tests: plain unit tests for pure modules, pytester runs for plugin behaviour."""
+
+pytest_plugins = ["pytester"]
