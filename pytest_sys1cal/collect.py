@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,8 +48,26 @@ class Sys1CalItem(pytest.Item):
         return self.run.dataset.path, self.rendering.line - 1, f"sys1cal {self.rendering.short_id}"
 
 
-def make_items(session: pytest.Session, run: Sys1CalRun) -> Iterator[Sys1CalItem]:
-    """Items in dataset order (family, then id), with stable ids: sys1cal[<model>/<family>/<id>]."""
-    for rendering in run.dataset.renderings:
-        name = f"sys1cal[{run.model_name}/{rendering.family}/{rendering.short_id}]"
-        yield Sys1CalItem.from_parent(session, name=name, nodeid=name, rendering=rendering, run=run)
+class Sys1CalSuite(pytest.Collector):
+    """The collection node holding the benchmark's items; it stands where a test file would."""
+
+    def __init__(self, *, run: Sys1CalRun, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.run = run
+
+    def collect(self) -> list[Sys1CalItem]:
+        """Items in dataset order (family, then id) with stable ids ``sys1cal::<model>[<family>/<id>]``."""
+        model = self.run.model_name
+        items = []
+        for rendering in self.run.dataset.renderings:
+            name = f"{model}[{rendering.family}/{rendering.short_id}]"
+            items.append(Sys1CalItem.from_parent(self, name=name, nodeid=f"{self.nodeid}::{name}", rendering=rendering, run=self.run))
+        return items
+
+
+def collect_suite(session: pytest.Session, run: Sys1CalRun) -> list[Sys1CalItem]:
+    """Collect the benchmark and announce it like any collected file, so pytest counts its items."""
+    suite = Sys1CalSuite.from_parent(session, name="sys1cal", nodeid="sys1cal", run=run)
+    items = suite.collect()
+    session.config.hook.pytest_collectreport(report=pytest.CollectReport(suite.nodeid, "passed", None, items))
+    return items

@@ -70,21 +70,27 @@ OPTIONS = [
 ]
 
 
-def add_options(parser: pytest.Parser, *, register_model_alias: bool) -> None:
-    group = parser.getgroup("sys1cal", "Sys1Cal calibration benchmark")
+GROUP = ("sys1cal", "Sys1Cal calibration benchmark")
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup(*GROUP)
     group.addoption("--sys1cal", action="store_true", default=False, help="run the Sys1Cal benchmark: one test item per rendering")
     for option in OPTIONS:
-        names = [option.flag]
-        if option.flag == "--sys1cal-model" and register_model_alias:
-            names.insert(0, "--model")
         kwargs: dict[str, Any] = {"dest": option.dest, "default": None, "help": _help(option), "metavar": option.metavar}
         if option.choices:
             kwargs["choices"] = option.choices
         elif option.type is not str:
             kwargs["type"] = option.type
-        group.addoption(*names, **kwargs)
+        group.addoption(option.flag, **kwargs)
         if option.ini:
             parser.addini(option.dest, _help(option), type="string", default="")
+
+
+def add_model_alias(parser: pytest.Parser) -> None:
+    parser.getgroup(*GROUP).addoption(
+        "--model", dest="sys1cal_model", default=None, metavar="NAME", help="short for --sys1cal-model"
+    )
 
 
 def _help(option: Option) -> str:

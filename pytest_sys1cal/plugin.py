@@ -24,16 +24,26 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-@pytest.hookimpl(trylast=True)  # last, so every other plugin's options are known when --model is decided
 def pytest_addoption(parser: pytest.Parser) -> None:
     from .options import add_options
 
-    add_options(parser, register_model_alias=not _option_taken(parser, "--model"))
+    add_options(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(parser: pytest.Parser) -> Generator[None, None, None]:
+    # The short alias --model is added only once every plugin and the initial conftests have declared
+    # their options (still before the command line is parsed), and only if nobody else owns it:
+    # two definitions of one flag crash pytest at start-up.
+    yield
+    if not _option_taken(parser, "--model"):
+        from .options import add_model_alias
+
+        add_model_alias(parser)
 
 
 def _option_taken(parser: pytest.Parser, flag: str) -> bool:
-    # Two plugins defining one flag crash pytest at start-up; pytest has no public way to ask,
-    # so look at the registered groups (defensively: these attributes are private).
+    # pytest has no public way to ask; look at the registered groups (defensively: private attributes).
     groups = [getattr(parser, "_anonymous", None), *getattr(parser, "_groups", [])]
     return any(flag in option.names() for group in groups if group is not None for option in group.options)
 
@@ -71,9 +81,9 @@ class ActiveRun:
 
     @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so they apply to our items
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
-        from .collect import make_items
+        from .collect import collect_suite
 
-        items[:0] = list(make_items(session, self.run))
+        items[:0] = collect_suite(session, self.run)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:

@@ -1,6 +1,6 @@
 """Rebuild cassettes/jev/jev-1.13.0/ from the per-item Jev outputs published with the Sys1Cal-v1 paper.
 
-    python scripts/build_jev_cassettes.py
+    python scripts/build_jev_cassettes.py [--out CASSETTE_ROOT]
 
 Each rendering gets one interaction: the request the jev adapter sends today (Noul, Choice [False, True]
 and Score; the paper asked no swapped Choice) and a response carrying the published repeat-mean
@@ -9,6 +9,7 @@ answers. The manifest says `reconstructed`, repeats 1. Rerunning the script writ
 
 from __future__ import annotations
 
+import argparse
 import csv
 import hashlib
 import json
@@ -54,11 +55,14 @@ def response_body(row: dict[str, str], levels: tuple[str, ...]) -> dict:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "cassettes", help="cassette root (default: %(default)s)")
+    out = parser.parse_args(argv).out.resolve()
     dataset = load_dataset("sys1cal-v1")
     rows = {row["instance_id"]: row for row in csv.DictReader(PUBLISHED.open(newline=""))}
     adapter = JevAdapter(version=None, base_url=None, environ={})
-    store = CassetteStore(ROOT / "cassettes", "jev", adapter.version, "once")
+    store = CassetteStore(out, "jev", adapter.version, "once")
     if store.folder.exists():
         shutil.rmtree(store.folder)
     for rendering in dataset.renderings:
@@ -94,7 +98,7 @@ def main() -> int:
             },
         }
     )
-    print(f"wrote {len(dataset.renderings)} cassettes and the manifest to {store.folder.relative_to(ROOT)}")
+    print(f"wrote {len(dataset.renderings)} cassettes and the manifest to {store.folder}")
     return 0
 
 
