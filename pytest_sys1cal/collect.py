@@ -61,7 +61,11 @@ class Sys1CalSuite(pytest.Collector):
         items = []
         for rendering in self.run.dataset.renderings:
             name = f"{model}[{rendering.family}/{rendering.short_id}]"
-            items.append(Sys1CalItem.from_parent(self, name=name, nodeid=f"{self.nodeid}::{name}", rendering=rendering, run=self.run))
+            items.append(
+                Sys1CalItem.from_parent(
+                    self, name=name, nodeid=f"{self.nodeid}::{name}", rendering=rendering, run=self.run
+                )
+            )
         return items
 
 

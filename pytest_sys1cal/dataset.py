@@ -138,6 +138,9 @@ def _parse_line(path: Path, number: int, text: str) -> Rendering:
         raise DatasetError(
             f"{where}: field 'latent_instance_id': {latent!r} is not a prefix of instance_id {instance_id!r}"
         )
+    queries = field("queries", dict)
+    choice = field("choice", dict, queries, "queries.")
+    score = field("score", dict, queries, "queries.")
     gold = field("gold_distribution", dict)
     for label in ("True", "False"):
         value = field(label, (int, float), gold, "gold_distribution.")
@@ -145,9 +148,6 @@ def _parse_line(path: Path, number: int, text: str) -> Rendering:
             raise DatasetError(f"{where}: field 'gold_distribution.{label}' = {value!r} is not in [0, 1]")
     if abs(gold["True"] + gold["False"] - 1.0) > GOLD_SUM_TOLERANCE:
         raise DatasetError(f"{where}: field 'gold_distribution' sums to {gold['True'] + gold['False']!r}, not 1")
-    queries = field("queries", dict)
-    choice = field("choice", dict, queries, "queries.")
-    score = field("score", dict, queries, "queries.")
     levels = field("levels", list, score, "queries.score.")
     if len(levels) != SCORE_LEVELS or not all(isinstance(level, str) for level in levels):
         raise DatasetError(f"{where}: field 'queries.score.levels' must list {SCORE_LEVELS} level names")

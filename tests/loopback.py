@@ -136,7 +136,11 @@ class LoopbackServer:
                     "probabilities": {str(i): float(v) for i, v in enumerate(q)},
                     "confidence": float(q.max()),
                 }
-        return {"model": b.model, "answers": answers, "usage": {"input_tokens": len(state_key) // 4, "output_tokens": 0}}
+        return {
+            "model": b.model,
+            "answers": answers,
+            "usage": {"input_tokens": len(state_key) // 4, "output_tokens": 0},
+        }
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -68,7 +68,12 @@ def test_offline_replay_passes_and_prints_the_papers_table_1(pytester: pytest.Py
     assert data["primitives"]["choice"]["mean_ovl"] == pytest.approx(0.764, abs=0.001)
     assert data["primitives"]["score"]["mean_ovl"] == pytest.approx(0.886, abs=0.001)
     assert data["schema"] == "sys1cal-report/1"
-    assert data["model"] == {"name": "jev", "version": "jev-1.13.0", "source": "reconstructed", "server_model": "jev-1.13.0"}
+    assert data["model"] == {
+        "name": "jev",
+        "version": "jev-1.13.0",
+        "source": "reconstructed",
+        "server_model": "jev-1.13.0",
+    }
     assert data["dataset"]["sha256"] == "2f31c498debb39891339e018b5c747991e54085ab231cb5a0d981d1fc83b530c"
     assert (data["dataset"]["renderings"], data["dataset"]["latent_problems"], data["repeats"]) == (365, 92, 1)
     assert len(data["items"]) == 365
@@ -104,7 +109,9 @@ def test_missing_cassette_fails_the_item_naming_file_and_command(pytester: pytes
     shutil.copytree(JEV, root / "jev" / "jev-1.13.0")
     missing = root / "jev" / "jev-1.13.0" / "frequency" / "frequency__seed_000042__repr_prose.json"
     missing.unlink()
-    result = pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", "-k", "frequency__seed_000042", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "--sys1cal", f"--sys1cal-cassettes={root}", "-k", "frequency__seed_000042", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -193,7 +200,11 @@ def test_cassettes_of_another_dataset_are_refused(pytester: pytest.Pytester, tmp
 
 
 def test_bundled_cassettes_rebuild_byte_identically(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, str(REPO / "scripts" / "build_jev_cassettes.py"), "--out", str(tmp_path)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "build_jev_cassettes.py"), "--out", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
     rebuilt = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.json"))
     committed = sorted(p.relative_to(CASSETTES) for p in JEV.rglob("*.json"))
     assert rebuilt == committed and len(rebuilt) == 366

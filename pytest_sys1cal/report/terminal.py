@@ -17,10 +17,15 @@ def format_table(table: Table) -> list[Line]:
     def row(cells: list[str]) -> str:
         # First column left-aligned (labels), the rest right-aligned (numbers).
         return "  ".join(
-            cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
         ).rstrip()
 
-    lines: list[Line] = [(table.title, {"bold": True}), (row(table.columns), {}), ("  ".join("-" * w for w in widths), {})]
+    lines: list[Line] = [
+        (table.title, {"bold": True}),
+        (row(table.columns), {}),
+        ("  ".join("-" * w for w in widths), {}),
+    ]
     lines += [(row(cells), {}) for cells in table.rows]
     lines += [(f"  {note}", {}) for note in table.notes]
     return lines
