@@ -1,7 +1,13 @@
 """The project's own tests: plain unit tests for pure modules, pytester runs for plugin behaviour."""
 
+import pytest
+
 pytest_plugins = ["pytester"]
 
-# pytester's in-process runs drop modules first imported inside a run; numpy cannot be imported twice
-# in one process, so load the analysis stack (numpy, scipy) here, once, before any nested run.
-import pytest_sys1cal.analysis  # noqa: E402,F401
+
+@pytest.fixture(autouse=True, scope="session")
+def _analysis_stack_loaded_once() -> None:
+    """pytester's in-process runs drop modules first imported inside a run, and numpy cannot be imported
+    twice in one process: load the analysis stack (numpy, scipy) once, before any nested run. A fixture,
+    not a module-level import, so `pytest --sys1cal` in this repository does not pay for it."""
+    import pytest_sys1cal.analysis  # noqa: F401
