@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,17 @@ class ItemTable:
     def n(self) -> int:
         return len(self.instance_id)
 
+    @property
+    def latent_ids(self) -> np.ndarray:
+        return np.asarray(self.latent_instance_id, dtype=str)
+
+    @property
+    def p_choice_both_orders(self) -> np.ndarray:
+        """Choice P(True) averaged over the two option orders where both were asked, else the one asked:
+        the order-bias-free reading of Choice."""
+        plain, swapped = self.p_choice, self.p_choice_swapped
+        return np.where(np.isnan(plain), swapped, np.where(np.isnan(swapped), plain, (plain + swapped) / 2))
+
     def counts(self) -> dict[str, int]:
         return {
             "renderings": self.n + len(self.failed),
@@ -58,9 +70,7 @@ class ItemTable:
                     "p_choice": _json_float(self.p_choice[i]),
                     "p_choice_swapped": _json_float(self.p_choice_swapped[i]),
                     "mu_score": _json_float(self.mu_score[i]),
-                    "score_probabilities": None
-                    if np.isnan(self.score_q[i]).any()
-                    else [float(q) for q in self.score_q[i]],
+                    "score_probabilities": None if np.isnan(self.score_q[i]).any() else self.score_q[i].tolist(),
                     "repeats": int(self.repeats[i]),
                     "samples": self.samples[i],
                 }
@@ -74,7 +84,8 @@ def _json_float(value: float) -> float | None:
 
 def _mean_of(samples: Sequence[Mapping[str, Any]], key: str) -> float:
     values = [s[key] for s in samples if s.get(key) is not None]
-    return float(np.mean(values)) if values else float("nan")
+    # fsum rather than np.mean: exact, and np.mean's overhead dominates on a handful of repeats.
+    return math.fsum(values) / len(values) if values else float("nan")
 
 
 def aggregate_items(items: Sequence[Mapping[str, Any]]) -> ItemTable:

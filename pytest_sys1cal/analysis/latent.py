@@ -1,0 +1,244 @@
+"""The latent uncertainty model behind Choice: curve, inverse map and least-squares fits.
+
+Choice = f(μ) = μ / (1 − λ·μ^α·(1−μ)^β), with μ = μ_S the Score expectation. Reading: T = μ is the mass on
+"true", U = λ·μ^α·(1−μ)^β the mass the model is uncertain about, F = 1 − T − U; Choice renormalises U
+away, f = T/(T+F), and the T/U/F interval for P(True) is [T, T+U].
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from .stats import Clusters, NotEnoughData
+
+# Bounds of (λ, α, β). λ ≤ 1 and β ≥ 1 keep F ≥ 0 for every μ, hence μ ≤ f(μ) ≤ 1 with f increasing
+# (calibration-statistics.md §1.4); the model therefore cannot express Choice < μ_S.
+LOWER = np.array([0.0, 0.05, 1.0])
+UPPER = np.array([1.0, 3.0, 4.0])
+# λ trades off against α+β, so the objective is flat along a ridge: several starts, keep the lowest cost.
+STARTS = tuple(itertools.product((0.5, 0.95), (0.5, 1.5), (1.0, 2.5)))
+# f is tabulated here for the inverse map (interpolation error ~1e-9 against 80-step bisection).
+MU_GRID = np.linspace(0.0, 1.0, 20001)
+# Below this slope of f the inverse map amplifies Choice noise enormously (degenerate corner α→0, λ=1).
+MIN_INVERSE_SLOPE = 1e-3
+# |Choice − μ_S| at or below this is float rounding between two ways of computing one probability (e.g. a
+# baseline that derives Choice from its own Score), not a difference.
+ROUNDING = 1e-12
+# Rows × items per block of the batched refit: bounds its memory (the Jacobian is rows × items × 3).
+_BLOCK = 400_000
+_TINY = np.finfo(float).tiny
+
+
+def uncertain_mass(mu: np.ndarray, lam: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """U(μ) = λ·μ^α·(1−μ)^β, broadcasting over parameters and items."""
+    return lam * np.power(mu, alpha) * np.power(1 - mu, beta)
+
+
+def peak_mass(params: np.ndarray) -> np.ndarray:
+    """U_max = U(α/(α+β)) = λ·α^α·β^β/(α+β)^(α+β) for parameter rows (..., 3) of (λ, α, β).
+
+    Identified even where λ alone is not: λ trades off against the width α+β of the bump."""
+    lam, alpha, beta = params[..., 0], params[..., 1], params[..., 2]
+    return uncertain_mass(alpha / (alpha + beta), lam, alpha, beta)
+
+
+@dataclass(frozen=True)
+class LatentFit:
+    lam: float
+    alpha: float
+    beta: float
+
+    def mass(self, mu: np.ndarray) -> np.ndarray:
+        """U(μ), the uncertain mass."""
+        return uncertain_mass(mu, self.lam, self.alpha, self.beta)
+
+    def choice(self, mu: np.ndarray) -> np.ndarray:
+        """f(μ), the Choice probability the model predicts from the Score expectation."""
+        return mu / (1 - self.mass(mu))
+
+    @property
+    def u_peak_at(self) -> float:
+        """μ where U peaks: α/(α+β)."""
+        return self.alpha / (self.alpha + self.beta)
+
+    @property
+    def params(self) -> np.ndarray:
+        """(λ, α, β), the row layout of the batched fits."""
+        return np.array([self.lam, self.alpha, self.beta])
+
+    @property
+    def u_max(self) -> float:
+        return float(peak_mass(self.params))
+
+    @cached_property
+    def _choice_table(self) -> np.ndarray:
+        # f is increasing for admissible parameters; the running maximum guards against rounding.
+        return np.maximum.accumulate(self.choice(MU_GRID))
+
+    def inverse(self, choice: np.ndarray) -> np.ndarray:
+        """f⁻¹: Choice back on the μ scale (inverse calibration)."""
+        return np.interp(choice, self._choice_table, MU_GRID)
+
+    @property
+    def inverse_ill_conditioned(self) -> bool:
+        return bool(np.min(np.diff(self._choice_table)) / MU_GRID[1] < MIN_INVERSE_SLOPE)
+
+
+@dataclass(frozen=True)
+class LatentData:
+    """The renderings with both a Choice and a Score answer, and the model fitted on their item means."""
+
+    mu: np.ndarray
+    choice: np.ndarray
+    p_star: np.ndarray
+    clusters: Clusters
+    fit: LatentFit | None
+    reason: str | None  # why `fit` is None
+
+    @classmethod
+    def of(cls, mu: np.ndarray, choice: np.ndarray, p_star: np.ndarray, latent_ids: np.ndarray) -> LatentData:
+        both = ~np.isnan(mu) & ~np.isnan(choice)
+        mu, choice = mu[both], choice[both]
+        try:
+            fit, reason = fit_latent_model(mu, choice), None
+        except NotEnoughData as exc:
+            fit, reason = None, str(exc)
+        return cls(mu, choice, p_star[both], Clusters.of(latent_ids[both]), fit, reason)
+
+    @property
+    def n(self) -> int:
+        return self.mu.size
+
+    @property
+    def gap(self) -> np.ndarray:
+        """Choice − μ_S per item, rounding-level differences set to 0."""
+        gap = self.choice - self.mu
+        return np.where(np.abs(gap) <= ROUNDING, 0.0, gap)
+
+
+def _logs(mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # Clipped so that 0·log 0 terms of the Jacobian are 0, not NaN; g itself still vanishes at μ ∈ {0, 1}.
+    return np.log(np.clip(mu, _TINY, 1.0)), np.log(np.clip(1.0 - mu, _TINY, 1.0))
+
+
+def _split(params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(λ, α, β) columns of params (..., 3), shaped to broadcast against items (n,)."""
+    return params[..., 0, None], params[..., 1, None], params[..., 2, None]
+
+
+def _choice(mu: np.ndarray, logs: tuple[np.ndarray, np.ndarray], params: np.ndarray) -> np.ndarray:
+    lam, alpha, beta = _split(params)
+    return mu / (1.0 - lam * np.exp(alpha * logs[0] + beta * logs[1]))
+
+
+def _choice_and_jacobian(
+    mu: np.ndarray, logs: tuple[np.ndarray, np.ndarray], params: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """f (..., n) and its partial derivatives in (λ, α, β) stacked as (..., 3, n)."""
+    lam, alpha, beta = _split(params)
+    g = np.exp(alpha * logs[0] + beta * logs[1])
+    d = 1.0 - lam * g
+    base = mu * g / (d * d)
+    return mu / d, np.stack([base, lam * base * logs[0], lam * base * logs[1]], axis=-2)
+
+
+def fit_latent_model(mu: np.ndarray, choice: np.ndarray) -> LatentFit:
+    """Bounded ordinary least squares of f(μ) − Choice over items.
+
+    The starts are screened together by the batched solver; scipy's trust-region-reflective
+    least_squares then finishes from the best one (one scipy fit instead of one per start)."""
+    inside = int(np.sum((mu > 0) & (mu < 1)))
+    if inside < 4:
+        raise NotEnoughData(
+            f"not enough data: {inside} item(s) with a Score expectation strictly between 0 and 1 "
+            "(the uncertainty term vanishes at 0 and 1)"
+        )
+    logs = _logs(mu)
+    starts = np.array(STARTS)
+    screened = fit_batch(mu, choice, np.ones((len(starts), mu.size)), starts)
+    costs = np.sum((_choice(mu, logs, screened) - choice) ** 2, axis=1)
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return _choice(mu, logs, x) - choice
+
+    def jacobian(x: np.ndarray) -> np.ndarray:
+        return _choice_and_jacobian(mu, logs, x)[1].T
+
+    # Tight tolerances: on the flat ridge the default ones leave λ start-dependent in the 4th decimal.
+    best = least_squares(
+        residuals,
+        screened[np.argmin(costs)],
+        jac=jacobian,
+        bounds=(LOWER, UPPER),
+        method="trf",
+        ftol=1e-12,
+        xtol=1e-12,
+        gtol=1e-12,
+    )
+    return LatentFit(*(float(v) for v in best.x))
+
+
+def fit_batch(
+    mu: np.ndarray, choice: np.ndarray, weights: np.ndarray, starts: np.ndarray, max_iter: int = 100
+) -> np.ndarray:
+    """Weighted least-squares (λ, α, β) for many (weights, start) rows at once: (B, n), (B, 3) → (B, 3).
+
+    One projected Levenberg–Marquardt run in numpy over all rows together. Used warm-started at the point
+    fit for the latent bootstrap (a scipy fit per resample would cost milliseconds each) and to screen
+    the starts of the point fit. A parameter at a bound whose gradient points outward is held fixed for
+    that step (active set), and steps are projected back into the box.
+    """
+    logs = _logs(mu)
+    out = np.empty((weights.shape[0], 3))
+    rows = max(1, _BLOCK // max(mu.size, 1))
+    for first in range(0, weights.shape[0], rows):
+        block = slice(first, first + rows)
+        out[block] = _levenberg_marquardt(mu, logs, choice, weights[block], starts[block], max_iter)
+    return out
+
+
+def _levenberg_marquardt(
+    mu: np.ndarray,
+    logs: tuple[np.ndarray, np.ndarray],
+    choice: np.ndarray,
+    weights: np.ndarray,
+    starts: np.ndarray,
+    max_iter: int,
+) -> np.ndarray:
+    def cost(params: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return np.sum(w * (_choice(mu, logs, params) - choice) ** 2, axis=1)
+
+    x = starts.astype(float)  # a copy: updated in place
+    current = cost(x, weights)
+    damping = np.full(weights.shape[0], 1e-3)
+    todo = np.arange(weights.shape[0])
+    for _ in range(max_iter):
+        if todo.size == 0:
+            break
+        xs, w = x[todo], weights[todo]
+        f, jac = _choice_and_jacobian(mu, logs, xs)  # jac (b, 3, n): batched matmuls beat einsum here
+        weighted = jac * w[:, None, :]
+        hess = weighted @ jac.transpose(0, 2, 1)
+        grad = (weighted @ (f - choice)[..., None])[..., 0]
+        free = ~(((xs <= LOWER) & (grad > 0)) | ((xs >= UPPER) & (grad < 0)))
+        hess *= free[:, :, None] & free[:, None, :]
+        diag = np.diagonal(hess, axis1=1, axis2=2)
+        # Marquardt scaling on free parameters; held parameters get a unit diagonal and a zero gradient.
+        lift = np.where(free, damping[todo, None] * np.maximum(diag, 1e-12), 1.0)
+        system = hess + lift[:, :, None] * np.eye(3)
+        step = np.linalg.solve(system, -(grad * free)[..., None])[..., 0]
+        trial = np.clip(xs + step, LOWER, UPPER)
+        trial_cost = cost(trial, w)
+        better = trial_cost < current[todo]
+        gain = current[todo] - trial_cost
+        x[todo[better]] = trial[better]
+        damping[todo] = np.where(better, np.maximum(damping[todo] / 10, 1e-12), damping[todo] * 10)
+        done = (better & (gain <= 1e-12 * current[todo])) | (damping[todo] > 1e8)
+        current[todo[better]] = trial_cost[better]
+        todo = todo[~done]
+    return x

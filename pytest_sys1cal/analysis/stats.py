@@ -1,0 +1,147 @@
+"""Shared statistical helpers: latent-problem clusters, one-sample t-tests, sign-flip tests, percentiles.
+
+The latent problem is the unit of every resampling procedure and test: its renderings (and their repeats)
+are nested in it and correlated, so treating renderings as independent would overstate precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import stdtr, stdtrit  # scipy.stats would add ~0.5 s of import for the same numbers
+
+# Reported p-values are floored here: below it a p-value carries no information once the model is
+# misspecified at all (calibration-statistics.md §2.4).
+P_FLOOR = 1e-10
+# Random sign flips for the randomisation test; with few latent problems all 2^J flips are enumerated.
+SIGN_FLIPS = 9999
+
+
+class NotEnoughData(Exception):
+    """A statistic cannot be computed from this run; the message is the reason shown to the user."""
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """Items grouped by latent problem. Clusters are numbered in sorted-id order, so results never depend
+    on the order in which items arrived."""
+
+    codes: np.ndarray  # (n,) cluster of each item
+    sizes: np.ndarray  # (J,) items per cluster
+    order: np.ndarray  # item indices grouped by cluster (stable)
+    starts: np.ndarray  # (J,) position in `order` where each cluster begins
+
+    @classmethod
+    def of(cls, ids: Sequence[str] | np.ndarray) -> Clusters:
+        _, codes, sizes = np.unique(np.asarray(ids, dtype=str), return_inverse=True, return_counts=True)
+        return cls(
+            codes=codes.reshape(-1),
+            sizes=sizes,
+            order=np.argsort(codes.reshape(-1), kind="stable"),
+            starts=np.cumsum(sizes) - sizes,
+        )
+
+    @property
+    def count(self) -> int:
+        return len(self.sizes)
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        """Per-cluster sums along the last axis (works for a batch of rows, e.g. a grid of parameters)."""
+        if self.count == 0:
+            return np.zeros((*values.shape[:-1], 0))
+        return np.add.reduceat(values[..., self.order], self.starts, axis=-1)
+
+    def means(self, values: np.ndarray) -> np.ndarray:
+        return self.sums(values) / self.sizes
+
+    def resample_counts(self, rng: np.random.Generator, resamples: int) -> np.ndarray:
+        """(resamples, J) multiplicities of a bootstrap that draws J latent problems with replacement."""
+        j = self.count
+        draws = rng.integers(0, j, size=(resamples, j))
+        flat = (draws + j * np.arange(resamples)[:, None]).ravel()
+        return np.bincount(flat, minlength=resamples * j).reshape(resamples, j).astype(float)
+
+
+def require_latents(count: int, minimum: int = 2) -> None:
+    if count < minimum:
+        raise NotEnoughData(f"not enough data: {count} latent problem{'' if count == 1 else 's'}")
+
+
+@dataclass(frozen=True)
+class TTest:
+    """One-sample Student t-test of mean(x) = 0 (x: one value per latent problem)."""
+
+    mean: float
+    se: float
+    statistic: float
+    df: int
+    p_value: float  # unfloored; floor it where it is reported as a test
+
+    def interval(self, z: float = 1.96) -> list[float]:
+        """mean ± z·se (the paper's normal-quantile interval when z = 1.96)."""
+        return [self.mean - z * self.se, self.mean + z * self.se]
+
+
+def t_test(x: np.ndarray, alternative: str) -> TTest:
+    """alternative: "greater" (H1: mean > 0) or "two-sided". Raises NotEnoughData when undefined."""
+    require_latents(x.size)
+    sd = float(x.std(ddof=1))
+    if sd == 0.0:
+        raise NotEnoughData("no variation: every latent problem has the same value")
+    df = x.size - 1
+    se = sd / np.sqrt(x.size)
+    t = float(x.mean()) / se
+    if alternative == "greater":
+        p = float(stdtr(df, -t))
+    elif alternative == "two-sided":
+        p = float(2 * stdtr(df, -abs(t)))
+    else:
+        raise ValueError(f"unknown alternative {alternative!r}")
+    return TTest(mean=float(x.mean()), se=se, statistic=t, df=df, p_value=p)
+
+
+def t_interval(test: TTest, level: float = 0.95) -> list[float]:
+    """Two-sided Student-t confidence interval for the mean."""
+    half = float(stdtrit(test.df, 0.5 + level / 2)) * test.se
+    return [test.mean - half, test.mean + half]
+
+
+def sign_flip_p(x: np.ndarray, rng: np.random.Generator, flips: int = SIGN_FLIPS) -> float:
+    """One-sided (greater) randomisation p-value of mean(x) under random sign flips of the x_j.
+
+    Exact under H0 when each x_j is symmetric about 0. All 2^J sign patterns are enumerated when that is
+    fewer than `flips`; otherwise p = (1 + #{flipped mean ≥ observed}) / (flips + 1).
+    """
+    j = x.size
+    require_latents(j, minimum=1)
+    observed = x.sum()
+    # Flipped sums equal to the observed one must count as "at least as large" despite rounding.
+    tol = 1e-12 * float(np.abs(x).sum())
+    if 2**j <= flips + 1:
+        signs = 1 - 2 * ((np.arange(2**j)[:, None] >> np.arange(j)) & 1)
+        return float(np.mean(signs @ x >= observed - tol))
+    exceed = 0
+    for start in range(0, flips, 1000):  # chunks keep the sign matrix small at large J
+        size = min(1000, flips - start)
+        signs = 1 - 2 * rng.integers(0, 2, size=(size, j))
+        exceed += int(np.sum(signs @ x >= observed - tol))
+    return (1 + exceed) / (flips + 1)
+
+
+def floor_p(p: float) -> float:
+    return max(p, P_FLOOR)
+
+
+def percentile_interval(values: np.ndarray, level: float = 0.95) -> list[float]:
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return [float(low), float(high)]
+
+
+def with_reasons(block: dict, reasons: list[str]) -> dict:
+    """Attach why some values are None, as one short string (absent when everything was computed)."""
+    if reasons:
+        block["reason"] = "; ".join(dict.fromkeys(reasons))
+    return block

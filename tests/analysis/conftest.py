@@ -1,0 +1,80 @@
+"""Inputs for the analysis tests: the published Jev outputs as replayed items, and a builder for small ones."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_sys1cal.analysis import analyze
+
+PUBLISHED = Path(__file__).resolve().parents[2] / "fixtures" / "published-jev"
+
+
+def score_with_mean(mu: float) -> list[float]:
+    """A Score distribution on two adjacent levels whose expectation Σ q_j·j/9 is exactly mu."""
+    position = mu * 9
+    low = min(math.floor(position), 8)
+    q = [0.0] * 10
+    q[low], q[low + 1] = 1 - (position - low), position - low
+    return q
+
+
+def build_item(latent: str, rendering: str, p_star: float, *, error: str | None = None, **answers: Any) -> dict:
+    """One rendering with one sample. answers: noul, choice, choice_swapped, mu (becomes a Score answer)."""
+    sample = {key: value for key, value in answers.items() if key != "mu"}
+    if "mu" in answers:
+        sample["score"] = score_with_mean(answers["mu"])
+    return {
+        "instance_id": f"{latent}__repr_{rendering}",
+        "latent_instance_id": latent,
+        "family": latent.split("__")[0],
+        "representation": rendering,
+        "p_star": p_star,
+        "samples": [sample] if sample else [],
+        "error": error,
+    }
+
+
+@pytest.fixture
+def make_item() -> Callable[..., dict]:
+    return build_item
+
+
+@pytest.fixture(scope="session")
+def published_dir() -> Path:
+    return PUBLISHED
+
+
+@pytest.fixture(scope="session")
+def published_items() -> list[dict]:
+    """The paper's per-item Jev outputs as the bundled cassettes replay them: one sample per rendering."""
+    with open(PUBLISHED / "noul_choice_score_instance_metrics.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return [
+        {
+            "instance_id": row["instance_id"],
+            "latent_instance_id": row["latent_instance_id"],
+            "family": row["family"],
+            "representation": row["representation"],
+            "p_star": float(row["p_star"]),
+            "samples": [
+                {
+                    "noul": float(row["p_noul"]),
+                    "choice": float(row["p_choice"]),
+                    "score": [float(row[f"q_{j}"]) for j in range(10)],
+                }
+            ],
+            "error": None,
+        }
+        for row in rows
+    ]
+
+
+@pytest.fixture(scope="session")
+def published(published_items: list[dict]) -> dict:
+    return analyze(published_items)
