@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,16 +17,29 @@ def primitive_probabilities(table: ItemTable) -> dict[str, np.ndarray]:
     return {"noul": table.p_noul, "choice": table.p_choice, "score": table.mu_score}
 
 
-def primitive_table(table: ItemTable) -> dict[str, Any]:
-    """Mean TV, mean OVL and median OVL per primitive, over the renderings where it was asked."""
+def per_primitive(
+    probs: dict[str, np.ndarray], compute: Callable[..., dict[str, Any]], *columns: np.ndarray
+) -> dict[str, Any]:
+    """compute(p, *columns) for each primitive, on the renderings where it was asked (p not NaN)."""
     out: dict[str, Any] = {}
-    for name, p in primitive_probabilities(table).items():
+    for name, p in probs.items():
         asked = ~np.isnan(p)
-        tv = np.abs(p[asked] - table.p_star[asked])
-        out[name] = {
-            "n": int(asked.sum()),
-            "mean_tv": float(tv.mean()) if tv.size else None,
-            "mean_ovl": float(1 - tv.mean()) if tv.size else None,
-            "median_ovl": float(np.median(1 - tv)) if tv.size else None,
-        }
+        out[name] = compute(p[asked], *(column[asked] for column in columns))
     return out
+
+
+def ovl_summary(distance: np.ndarray) -> dict[str, float | None]:
+    """Mean and median OVL = 1 − distance to p* (None when there are no items)."""
+    if distance.size == 0:
+        return {"mean_ovl": None, "median_ovl": None}
+    return {"mean_ovl": float(1 - distance.mean()), "median_ovl": float(np.median(1 - distance))}
+
+
+def distance_to_truth(p: np.ndarray, p_star: np.ndarray) -> dict[str, Any]:
+    """Mean TV, mean OVL and median OVL of one primitive."""
+    tv = np.abs(p - p_star)
+    return {"n": int(p.size), "mean_tv": float(tv.mean()) if tv.size else None, **ovl_summary(tv)}
+
+
+def primitive_table(table: ItemTable) -> dict[str, Any]:
+    return per_primitive(primitive_probabilities(table), distance_to_truth, table.p_star)

@@ -1,0 +1,42 @@
+"""Paper Table 6: representation sensitivity, how far equivalent renderings of one problem disagree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .stats import Clusters
+
+
+def spread(values: np.ndarray, latent_ids: np.ndarray) -> dict[str, Any]:
+    """Mean pairwise and max |Δ| between the renderings of each latent problem with ≥ 2 of them,
+    averaged over those problems.
+
+    The mean over the K(K−1)/2 unordered pairs is the Gini mean difference: with the cluster's values
+    sorted, Σ_{i<j} (x_(j) − x_(i)) = Σ_i (2i − K − 1)·x_(i) (i = 1..K), so no pair is ever formed.
+    """
+    clusters = Clusters.of(latent_ids)
+    multi = clusters.sizes >= 2
+    if not multi.any():
+        return {
+            "mean_pairwise_tv": None,
+            "mean_max_tv": None,
+            "latent_problems": 0,
+            "reason": "not enough data: no latent problem has 2 measured renderings",
+        }
+    order = np.lexsort((values, clusters.codes))  # by cluster, then by value
+    ordered = values[order]
+    codes = clusters.codes[order]
+    sizes = clusters.sizes[codes]
+    rank = np.arange(values.size) - clusters.starts[codes]  # 0-based position within the cluster
+    pair_sums = np.add.reduceat((2 * rank - sizes + 1) * ordered, clusters.starts)
+    k = clusters.sizes[multi]
+    mean_pairwise = pair_sums[multi] / (k * (k - 1) / 2)
+    last = clusters.starts + clusters.sizes - 1
+    max_gap = (ordered[last] - ordered[clusters.starts])[multi]
+    return {
+        "mean_pairwise_tv": float(mean_pairwise.mean()),
+        "mean_max_tv": float(max_gap.mean()),
+        "latent_problems": int(multi.sum()),
+    }
