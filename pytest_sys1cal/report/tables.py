@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..analysis.stats import P_FLOOR
+
 
 @dataclass(frozen=True)
 class Table:
@@ -27,7 +29,13 @@ def fmt(value: Any, digits: int = 3) -> str:
 def table1(result: Mapping[str, Any]) -> Table:
     prims = result["primitives"]
     rows = [
-        [name.capitalize(), str(stats["n"]), fmt(stats["mean_tv"], 4), fmt(stats["mean_ovl"]), fmt(stats["median_ovl"])]
+        [
+            name.capitalize(),
+            str(stats["n"]),
+            fmt(stats["mean_tv"], 4),
+            fmt(stats["mean_ovl"]),
+            fmt(stats["median_ovl"]),
+        ]
         for name, stats in prims.items()
     ]
     return Table(
@@ -38,8 +46,217 @@ def table1(result: Mapping[str, Any]) -> Table:
     )
 
 
+def fmt_interval(bounds: list[float] | None, digits: int = 3) -> str:
+    return "—" if bounds is None else f"[{fmt(bounds[0], digits)}, {fmt(bounds[1], digits)}]"
+
+
+def fmt_p(p: float | None, floored: bool = False) -> str:
+    """floored: a test's p-value, reported floored at P_FLOOR (the paper's own statistics are not)."""
+    if p is None:
+        return "—"
+    if floored and p <= P_FLOOR:
+        return f"≤{P_FLOOR:g}"
+    return f"{p:.2g}" if p < 1e-3 else f"{p:.3f}"
+
+
+def fmt_t(t: float | None, df: int | None) -> str:
+    return "—" if t is None else f"{t:.2f} ({df})"
+
+
+def _reason_notes(*blocks: Mapping[str, Any] | None) -> list[str]:
+    return [f"Not computed: {block['reason']}." for block in blocks if block and block.get("reason")]
+
+
+def table2(result: Mapping[str, Any]) -> Table:
+    unc = result["uncertainty"]
+    test = unc["test"]
+    df = None if unc["latent_problems"] < 2 else unc["latent_problems"] - 1
+    improvement = unc["improvement"] or {}
+    peak = "" if unc["u_peak_at"] is None else f" at μ_S = {unc['u_peak_at']:.3f}"
+    shape = "—" if unc["alpha"] is None else f"{unc['alpha']:.3f}, {unc['beta']:.3f}"
+    rows = [
+        ["λ (global fit)", fmt(unc["lambda"]), fmt_interval(unc["lambda_ci"]), "", ""],
+        ["α, β (global fit)", shape, "", "", ""],
+        ["R², R² vs identity Choice = μ_S", f"{fmt(unc['r2'])}, {fmt(unc['r2_vs_identity'])}", "", "", ""],
+        [f"U_max, peak uncertain mass{peak}", fmt(unc["u_max"]), fmt_interval(unc["u_max_ci"]), "", ""],
+        ["share of items with Choice < μ_S", fmt(unc["share_choice_below_mu"]), "", "", ""],
+        [
+            "mean λ_j per latent: paper's statistic (not a valid test of λ=0)",
+            fmt(unc["lambda_latent_mean"]),
+            fmt_interval(unc["lambda_latent_ci"]),
+            fmt_t(unc["lambda_latent_t"], df),
+            fmt_p(unc["lambda_latent_p"]),
+        ],
+        [
+            "improvement |μ_S−Choice| − |f(μ_S)−Choice|: paper's statistic",
+            fmt(improvement.get("mean"), 4),
+            fmt_interval(improvement.get("ci"), 4),
+            fmt_t(improvement.get("t"), df),
+            fmt_p(improvement.get("p")),
+        ],
+        [
+            "valid test of λ=0: mean d_j = Choice − μ_S per latent (one-sided)",
+            fmt(test["effect"], 4),
+            fmt_interval(test["effect_ci"], 4),
+            fmt_t(test["statistic"], test["df"]),
+            fmt_p(test["p_value"], floored=True),
+        ],
+        ["  same, sign-flip permutation test", "", "", "", fmt_p(test["permutation_p_value"], floored=True)],
+    ]
+    return Table(
+        title="Table 2: latent uncertainty, Choice = μ/(1 − λ·μ^α·(1−μ)^β) with μ = μ_S",
+        columns=["statistic", "estimate", "95% interval", "t (df)", "p"],
+        rows=rows,
+        notes=[
+            f"Fit on {unc['n']} renderings of {unc['latent_problems']} latent problems; intervals for λ and "
+            f"U_max from {unc['bootstrap_resamples']} latent-problem bootstrap resamples.",
+            *unc["notes"],
+            test["note"],
+            *_reason_notes(unc, test),
+        ],
+    )
+
+
+def table3(result: Mapping[str, Any]) -> Table:
+    cal = result["choice_calibration"]
+    inverse, tuf = cal["inverse"], cal["tuf"]
+    rows = [
+        ["raw Choice", fmt(cal["raw"]["mean_ovl"]), fmt(cal["raw"]["median_ovl"]), "", ""],
+        ["inverse-calibrated f⁻¹(Choice)", fmt(inverse["mean_ovl"]), fmt(inverse["median_ovl"]), "", ""],
+        [
+            "T/U/F interval [μ_S, μ_S + U(μ_S)]",
+            fmt(tuf["mean_ovl"]),
+            fmt(tuf["median_ovl"]),
+            fmt(tuf["mean_width"]),
+            fmt(tuf["coverage"]),
+        ],
+    ]
+    return Table(
+        title="Table 3: Choice calibration through the latent model",
+        columns=["Choice reading", "mean OVL", "median OVL", "mean width", "coverage of p*"],
+        rows=rows,
+        notes=[
+            f"{cal['n']} renderings with both Choice and Score. Interval OVL = 1 − distance from p* to the "
+            "interval: read it with the width, since [0, 1] would score 1.",
+            *_reason_notes(cal),
+        ],
+    )
+
+
+def table6(result: Mapping[str, Any]) -> Table:
+    sens = result["representation_sensitivity"]
+    rows = [
+        [
+            name.capitalize(),
+            fmt(row["mean_pairwise_tv"], 4),
+            fmt(row["mean_max_tv"], 4),
+            str(row["latent_problems"]),
+        ]
+        for name, row in sens.items()
+    ]
+    return Table(
+        title="Table 6: representation sensitivity (|Δp| between renderings of one latent problem)",
+        columns=["primitive", "mean pairwise TV", "mean max TV", "latent problems"],
+        rows=rows,
+        notes=[
+            "Per latent problem with ≥ 2 renderings: mean and max |Δp| over all pairs; then the mean over "
+            "problems. Score uses μ_S.",
+            *_reason_notes(*sens.values()),
+        ],
+    )
+
+
+_RULE_LABELS = {
+    "raw": "raw Choice (Bayes)",
+    "inverse": "inverse-calibrated Choice (Bayes)",
+    "interval": "T/U/F interval (Γ-minimax)",
+    "oracle": "oracle p*",
+}
+
+
+def decisions_table(result: Mapping[str, Any]) -> Table:
+    dec = result["decisions"]
+    rows = []
+    for rule, label in _RULE_LABELS.items():
+        stats = dec["rules"][rule]
+        if stats is None:
+            rows.append([label, "—", "—", "—", "—", "—"])
+            continue
+        share = stats["share"]
+        rows.append(
+            [
+                label,
+                fmt(share["act_true"]),
+                fmt(share["act_false"]),
+                fmt(share["defer"]),
+                fmt(stats["mean_risk"], 2),
+                fmt(stats["mean_regret"], 2),
+            ]
+        )
+    agreement = ", ".join(f"{pair.replace('_vs_', ' vs ')} {fmt(v)}" for pair, v in dec["agreement"].items())
+    notes = [
+        f"A wrong action costs {dec['error_cost']:g}, deferring {dec['defer_cost']:g}; risk is the exact "
+        "expected loss under p*, regret the excess over acting on p*.",
+        f"Agreement between rules: {agreement}.",
+    ]
+    example = dec["worked_example"]
+    if example and example.get("reason") is None:
+        actions = example["actions"]
+        notes.append(
+            f"Worked example: μ_S = {example['mu_score']:.3f}, where the model predicts Choice "
+            f"{example['choice']:.3f}. Raw Choice → {actions['raw']}; inverse-calibrated "
+            f"{example['inverse']:.3f} → {actions['inverse']}; interval "
+            f"{fmt_interval(example['interval'])} → {actions['interval']}."
+        )
+    return Table(
+        title="Decisions: act True / act False / defer from each reading of Choice",
+        columns=["rule", "act True", "act False", "defer", "mean risk", "mean regret"],
+        rows=rows,
+        notes=notes + _reason_notes(dec, example),
+    )
+
+
+def option_swap_table(result: Mapping[str, Any]) -> Table:
+    swap = result["option_swap"]
+    title = "Option swap: Choice asked with options [False, True] and [True, False]"
+    if swap is None:
+        return Table(
+            title=title,
+            columns=["metric", "value"],
+            rows=[["not measured", "no rendering carries a swapped Choice (e.g. reconstructed cassettes)"]],
+        )
+    collapsed = "—" if swap["collapsed"] is None else ("yes" if swap["collapsed"] else "no")
+    rows = [
+        ["mean shift P(True | True second) − P(True | True first)", fmt(swap["mean_shift"], 4)],
+        [f"p ({swap['test']})", fmt_p(swap["p_value"], floored=True)],
+        ["first-position rate (0.5 = no order bias)", fmt(swap["first_position_rate"])],
+        ["swap consistency (same answer in both orders)", fmt(swap["swap_consistency"])],
+        ["recall True, recall False", f"{fmt(swap['recall_true'])}, {fmt(swap['recall_false'])}"],
+        ["balanced accuracy, ROC AUC", f"{fmt(swap['balanced_accuracy'])}, {fmt(swap['auc'])}"],
+        ["logit offset, sep (nats)", f"{fmt(swap['offset'], 2)}, {fmt(swap['sep'], 2)}"],
+        ["one class collapsed (|offset| > sep)", collapsed],
+    ]
+    return Table(
+        title=title,
+        columns=["metric", "value"],
+        rows=rows,
+        notes=[
+            f"{swap['n']} renderings asked in both orders; recall, accuracy, AUC and margins use P(True) "
+            "averaged over the two orders.",
+            *_reason_notes(swap),
+        ],
+    )
+
+
 # The order in which the summary prints the tables; each builder returns None when it has nothing to show.
-TABLES: list[Callable[[Mapping[str, Any]], Table | None]] = [table1]
+TABLES: list[Callable[[Mapping[str, Any]], Table | None]] = [
+    table1,
+    table2,
+    table3,
+    table6,
+    decisions_table,
+    option_swap_table,
+]
 
 
 def build_tables(result: Mapping[str, Any]) -> list[Table]:
