@@ -1,0 +1,133 @@
+"""Issue 3's speed target: analyze() on the bundled 365-rendering input and on a 10× larger one, side by side.
+
+    python bench/bench_analysis.py [--rounds N]
+
+The bundled input is the paper's published per-item Jev outputs, one sample per rendering, exactly as the
+reconstructed cassettes replay them. The 10× input repeats every latent problem ten times with seeded
+jitter (N(0, 0.02²) on every probability), so it has ten times the renderings and the latent problems.
+Each measurement is a fresh Python process (the numpy/scipy import is paid as in a real run), rounds
+interleaved so that machine noise hits both inputs alike; medians are printed.
+Target: under 2 s for 365 renderings including the 1,000-resample latent bootstrap; linear growth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+PUBLISHED = REPO / "fixtures" / "published-jev" / "noul_choice_score_instance_metrics.csv"
+CHILD = """
+import json, sys, time
+start = time.perf_counter()
+from pytest_sys1cal.analysis import analyze
+imported = time.perf_counter()
+with open(sys.argv[1]) as handle:
+    items = json.load(handle)
+loaded = time.perf_counter()
+analyze(items, seed=0, bootstrap=1000)
+print(json.dumps({"import": imported - start, "analyze": time.perf_counter() - loaded}))
+"""
+
+
+def published_items() -> list[dict]:
+    with open(PUBLISHED, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return [
+        {
+            "instance_id": row["instance_id"],
+            "latent_instance_id": row["latent_instance_id"],
+            "family": row["family"],
+            "representation": row["representation"],
+            "p_star": float(row["p_star"]),
+            "samples": [
+                {
+                    "noul": float(row["p_noul"]),
+                    "choice": float(row["p_choice"]),
+                    "score": [float(row[f"q_{j}"]) for j in range(10)],
+                }
+            ],
+            "error": None,
+        }
+        for row in rows
+    ]
+
+
+def scaled_items(items: list[dict], copies: int, seed: int = 0) -> list[dict]:
+    rng = np.random.default_rng(seed)
+
+    def jitter(p: float) -> float:
+        return float(np.clip(p + rng.normal(0, 0.02), 0, 1))
+
+    out = []
+    for copy in range(copies):
+        for item in items:
+            sample = item["samples"][0]
+            score = np.clip(np.asarray(sample["score"]) + rng.normal(0, 0.02, 10), 0, None) + 1e-9
+            out.append(
+                {
+                    **item,
+                    "instance_id": f"{item['instance_id']}__copy{copy}",
+                    "latent_instance_id": f"{item['latent_instance_id']}__copy{copy}",
+                    "samples": [
+                        {
+                            "noul": jitter(sample["noul"]),
+                            "choice": jitter(sample["choice"]),
+                            "score": (score / score.sum()).tolist(),
+                        }
+                    ],
+                }
+            )
+    return out
+
+
+def timed(path: Path) -> dict[str, float]:
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path)], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"analysis of {path.name} failed:\n{result.stderr[-2000:]}")
+    return json.loads(result.stdout)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    rounds = parser.parse_args().rounds
+    bundled = published_items()
+    inputs = {"bundled, 365 renderings": bundled, f"10x, {10 * len(bundled)} renderings": scaled_items(bundled, 10)}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in inputs}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for i, (name, items) in enumerate(inputs.items()):
+            paths[name] = Path(tmp) / f"input{i}.json"
+            paths[name].write_text(json.dumps(items))
+        for _ in range(rounds):
+            for name, path in paths.items():
+                runs[name].append(timed(path))
+    medians = {}
+    for name, measured in runs.items():
+        analyze_s = statistics.median(run["analyze"] for run in measured)
+        import_s = statistics.median(run["import"] for run in measured)
+        medians[name] = analyze_s
+        each = ", ".join(f"{run['analyze']:.2f}" for run in measured)
+        print(
+            f"{name:<26}: analyze {analyze_s:.3f} s + import {import_s:.3f} s = {analyze_s + import_s:.3f} s "
+            f"(median of {rounds}; analyze {each})"
+        )
+    small, large = medians.values()
+    print(f"{'ratio 10x / bundled':<26}: {large / small:.2f} (linear growth: about 10)")
+    print(f"{'target':<26}: bundled analyze + import under 2 s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
