@@ -121,6 +121,11 @@ class LatentData:
         return np.where(np.abs(gap) <= ROUNDING, 0.0, gap)
 
 
+def curves(mu: np.ndarray, params: np.ndarray) -> np.ndarray:
+    """f(μ) for each row of parameters (..., 3) of (λ, α, β): shape (..., n)."""
+    return _choice(mu, _logs(mu), params)
+
+
 def _logs(mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # Clipped so that 0·log 0 terms of the Jacobian are 0, not NaN; g itself still vanishes at μ ∈ {0, 1}.
     return np.log(np.clip(mu, _TINY, 1.0)), np.log(np.clip(1.0 - mu, _TINY, 1.0))

@@ -166,6 +166,7 @@ def table6(result: Mapping[str, Any]) -> Table:
     )
 
 
+_ACTION_LABELS = {"act_true": "act True", "act_false": "act False", "defer": "defer"}
 _RULE_LABELS = {
     "raw": "raw Choice (Bayes)",
     "inverse": "inverse-calibrated Choice (Bayes)",
@@ -201,7 +202,7 @@ def decisions_table(result: Mapping[str, Any]) -> Table:
     ]
     example = dec["worked_example"]
     if example and example.get("reason") is None:
-        actions = example["actions"]
+        actions = {rule: _ACTION_LABELS[action] for rule, action in example["actions"].items()}
         notes.append(
             f"Worked example: μ_S = {example['mu_score']:.3f}, where the model predicts Choice "
             f"{example['choice']:.3f}. Raw Choice → {actions['raw']}; inverse-calibrated "
@@ -209,7 +210,7 @@ def decisions_table(result: Mapping[str, Any]) -> Table:
             f"{fmt_interval(example['interval'])} → {actions['interval']}."
         )
     return Table(
-        title="Decisions: act True / act False / defer from each reading of Choice",
+        title="Decisions (paper §5): act True / act False / defer from each reading of Choice",
         columns=["rule", "act True", "act False", "defer", "mean risk", "mean regret"],
         rows=rows,
         notes=notes + _reason_notes(dec, example),
