@@ -1,0 +1,88 @@
+"""Exact numbers for generated problems: probability bands, draws on a grid inside a band, odds text.
+
+Every probability a generated state shows is a decimal with at most four places (k / 10**4, or k / 100 for
+the Bayes families), so the JSON literal Python writes for it (the shortest repr of the float) *is* that
+decimal, and p* is an exact rational function of the literals the model sees.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from fractions import Fraction
+
+
+@dataclass(frozen=True)
+class Band:
+    """A probability band as Sys1Cal-v1 labels it, with exact, possibly open, ends."""
+
+    label: str
+    low: Fraction
+    high: Fraction
+    low_closed: bool
+    high_closed: bool
+
+    def contains(self, p: Fraction) -> bool:
+        above = p >= self.low if self.low_closed else p > self.low
+        below = p <= self.high if self.high_closed else p < self.high
+        return above and below
+
+
+def _band(label: str, low: str, high: str, low_closed: bool, high_closed: bool) -> Band:
+    return Band(label, Fraction(low), Fraction(high), low_closed, high_closed)
+
+
+# The eleven `probability_band` values of Sys1Cal-v1, in order (checked against all 365 public items).
+ZERO = _band("0", "0", "0", True, True)
+ONE = _band("1", "1", "1", True, True)
+INTERIOR_BANDS: tuple[Band, ...] = (
+    _band("(0,0.01)", "0", "0.01", False, False),
+    _band("[0.01,0.10]", "0.01", "0.10", True, True),
+    _band("(0.10,0.30]", "0.10", "0.30", False, True),
+    _band("(0.30,0.45]", "0.30", "0.45", False, True),
+    _band("(0.45,0.55]", "0.45", "0.55", False, True),
+    _band("(0.55,0.70]", "0.55", "0.70", False, True),
+    _band("(0.70,0.90]", "0.70", "0.90", False, True),
+    _band("(0.90,0.99]", "0.90", "0.99", False, True),
+    _band("(0.99,1)", "0.99", "1", False, False),
+)
+ALL_BANDS: tuple[Band, ...] = (ZERO, *INTERIOR_BANDS, ONE)
+
+
+def band_of(p: Fraction) -> str:
+    return next(band.label for band in ALL_BANDS if band.contains(p))
+
+
+def grid_point(rng: random.Random, band: Band, denominator: int) -> int | None:
+    """A uniform k with k/denominator inside the band, or None when the grid has no point there."""
+    low, high = band.low * denominator, band.high * denominator
+    k_min = math.ceil(low) if band.low_closed else math.floor(low) + 1
+    k_max = math.floor(high) if band.high_closed else math.ceil(high) - 1
+    return rng.randint(k_min, k_max) if k_min <= k_max else None
+
+
+def probability_on_grid(rng: random.Random, denominator: int) -> Fraction:
+    """A uniform probability strictly between 0 and 1 on the grid 1/denominator."""
+    return Fraction(rng.randint(1, denominator - 1), denominator)
+
+
+def json_number(p: Fraction) -> float:
+    """The JSON number for an exact decimal: its float, whose repr is the decimal itself."""
+    return float(p)
+
+
+def prose_number(p: Fraction) -> str:
+    """The same decimal inside prose."""
+    return repr(float(p))
+
+
+def ratio_text(left: Fraction | int, right: Fraction | int) -> str:
+    """left:right as coprime integers, e.g. 0.44 and 0.77 -> "4:7" (exact, never rounded)."""
+    r = Fraction(left, right)
+    return f"{r.numerator}:{r.denominator}"
+
+
+def odds_text(p: Fraction) -> str:
+    """p : (1 - p) as coprime integers; 0 -> "0:1", 1 -> "1:0"."""
+    return f"{p.numerator}:{p.denominator - p.numerator}"
