@@ -11,3 +11,9 @@ def _analysis_stack_loaded_once() -> None:
     twice in one process: load the analysis stack (numpy, scipy) once, before any nested run. A fixture,
     not a module-level import, so `pytest --sys1cal` in this repository does not pay for it."""
     import pytest_sys1cal.analysis  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def _no_github_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nested runs must not write to the real job summary when this suite itself runs on GitHub Actions."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

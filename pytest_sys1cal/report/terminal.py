@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .gates import comparison_table, gate_table
 from .tables import Table, build_tables
 
 # (text, markup) pairs: markup is passed to TerminalReporter.write_line (e.g. {"red": True}).
 Line = tuple[str, dict[str, bool]]
 
 
-def format_table(table: Table) -> list[Line]:
+VERDICT_MARKUP = {"passed": {"green": True}, "FAILED": {"red": True, "bold": True}, "inconclusive": {"yellow": True}}
+
+
+def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) -> list[Line]:
     widths = [max(len(str(cell)) for cell in column) for column in zip(table.columns, *table.rows, strict=True)]
 
     def row(cells: list[str]) -> str:
@@ -26,7 +30,8 @@ def format_table(table: Table) -> list[Line]:
         (row(table.columns), {}),
         ("  ".join("-" * w for w in widths), {}),
     ]
-    lines += [(row(cells), {}) for cells in table.rows]
+    markups = row_markup or [{} for _ in table.rows]
+    lines += [(row(cells), markup) for cells, markup in zip(table.rows, markups, strict=True)]
     lines += [(f"  {note}", {}) for note in table.notes]
     return lines
 
@@ -47,4 +52,30 @@ def summary_lines(result: Mapping[str, Any]) -> list[Line]:
     for table in build_tables(result):
         lines.append(("", {}))
         lines += format_table(table)
+    comparison = comparison_table(result)
+    if comparison:
+        lines += [("", {})] + format_table(comparison)
+    lines += gate_lines(result)
+    return lines
+
+
+def gate_lines(result: Mapping[str, Any]) -> list[Line]:
+    """The gate block, failures in red with what to do about them."""
+    table = gate_table(result)
+    if table is None:
+        return [("", {}), ("Gates: none configured for this model (see thresholds.yaml)", {"bold": True})]
+    gates = result["gates"]
+    lines = [("", {})] + format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
+    failed = [g for g in gates if g["verdict"] == "FAILED"]
+    if failed:
+        model = result["model"]
+        lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates)} gates", {"red": True, "bold": True}))
+        lines += [(f"  {g['name']}: {g['explanation']}", {"red": True}) for g in failed]
+        lines.append(
+            (
+                "  If the model changed on purpose, re-record it (pytest --sys1cal --sys1cal-model "
+                f"{model['name']} --sys1cal-record-mode=all) and review thresholds.yaml; otherwise this is a regression.",
+                {"red": True},
+            )
+        )
     return lines
