@@ -185,12 +185,33 @@ def play_or_miss(cassette: Cassette, vcr_request: VcrRequest, can_record: bool) 
     raise CassetteMiss(f"{path} holds no unplayed recording of this request ({total} recorded, {played} already played)")
 
 
+# Response headers that change from one request to the next without saying anything about the answer.
+# Dropped, so a resumed recording writes the same bytes as an uninterrupted one against a deterministic
+# server; the manifest keeps the recording time. (Request ids such as x-typesafe-request-id are kept:
+# they are what the vendor asks for when a recorded answer is questioned.)
+VOLATILE_HEADERS = frozenset({"date"})
+# The body is stored decoded, so the headers describing the encoding on the wire must go (or be
+# corrected): a replayed `content-encoding: gzip` would make httpx decompress plain bytes.
+_WIRE_ENCODING_HEADERS = frozenset({"content-encoding", "transfer-encoding"})
+
+
+def _recorded_headers(response: httpx.Response) -> dict[str, list[str]]:
+    encoded = any(name.lower() in _WIRE_ENCODING_HEADERS for name in response.headers)
+    headers: dict[str, list[str]] = {}
+    for name, value in response.headers.multi_items():
+        lower = name.lower()
+        if lower in VOLATILE_HEADERS or lower in _WIRE_ENCODING_HEADERS:
+            continue
+        if lower == "content-length" and encoded:
+            value = str(len(response.content))
+        headers.setdefault(name, []).append(value)
+    return headers
+
+
 def record(cassette: Cassette, vcr_request: VcrRequest, response: httpx.Response) -> None:
     """Keep a successful interaction; an error response never reaches a cassette."""
     if 200 <= response.status_code < 300:
-        headers: dict[str, list[str]] = {}
-        for name, value in response.headers.multi_items():
-            headers.setdefault(name, []).append(value)
+        headers = _recorded_headers(response)
         cassette.append(
             vcr_request,
             {
@@ -226,3 +247,31 @@ class CassetteTransport(httpx.BaseTransport):
     def close(self) -> None:
         if self.inner is not None:
             self.inner.close()
+
+
+class AsyncCassetteTransport(httpx.AsyncBaseTransport):
+    """The asyncio twin of `CassetteTransport`, for concurrent recording (recorder.py): same replay,
+    same record-only-2xx rule. Cassettes are plain objects touched only from the event loop's thread."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport | None):
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        cassette: Cassette = request.extensions[EXTENSION_KEY]
+        await request.aread()
+        vcr_request = to_vcr_request(request)
+        played = play_or_miss(cassette, vcr_request, self.inner is not None)
+        if played is not None:
+            return played
+        assert self.inner is not None
+        response = await self.inner.handle_async_request(request)
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        record(cassette, vcr_request, response)
+        return response
+
+    async def aclose(self) -> None:
+        if self.inner is not None:
+            await self.inner.aclose()

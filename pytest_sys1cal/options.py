@@ -37,6 +37,23 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number ≥ 0")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
 @dataclass(frozen=True)
 class Option:
     """One setting: its flag, its ini key (if it has one), how to parse it, and its help."""
@@ -67,6 +84,12 @@ OPTIONS = [
     Option("--sys1cal-report", "write the JSON report here", ini=False, metavar="PATH", path=True),
     Option("--sys1cal-baseline", "an earlier JSON report to compare against (upgrade gate)", ini=False, metavar="PATH", path=True),
     Option("--sys1cal-seed", "seed of every resampling procedure", 0, type=non_negative_int, metavar="N"),
+    # Recording (ignored when replaying, record mode none).
+    Option("--sys1cal-concurrency", "recording: requests in flight at once", 8, type=positive_int, metavar="N"),
+    Option("--sys1cal-rate", "recording: at most N requests per minute, evenly spaced; 0 = no limit (Jev allows 1,200)", 1000, type=non_negative_int, metavar="N"),
+    Option("--sys1cal-max-cost", "recording: refuse to start when the estimated cost of the requests exceeds DOLLARS, and stop before the server-reported spend would exceed it", type=non_negative_float, metavar="DOLLARS"),
+    Option("--sys1cal-timeout", "recording: seconds to wait for each HTTP operation (connect, send, read)", 60.0, type=positive_float, metavar="SECONDS"),
+    Option("--sys1cal-retry-budget", "recording: seconds one request may spend being retried (408, 429, 5xx, timeouts, connection errors); 0 = no retries", 120.0, type=non_negative_float, metavar="SECONDS"),
 ]
 
 

@@ -71,9 +71,35 @@ class ActiveRun:
     def pytest_report_header(self) -> str:
         return self.run.header()
 
-    def pytest_sessionstart(self) -> None:
-        if self.controller:
-            self.run.start_recording()
+    # Recording (recorder.py). The manifest is written when recording starts, after the plan and the
+    # --sys1cal-max-cost check, so a refused run leaves nothing behind.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        # Without xdist: price and start recording every selected rendering before the first item runs.
+        config = session.config
+        skipped = config.option.collectonly or (session.testsfailed and not config.option.continue_on_collection_errors)
+        if self.controller and not skipped and not config.pluginmanager.has_plugin("dsession"):
+            from .recorder import begin
+
+            begin(self.run, session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # xdist controller: the same plan, price and cap from the workers' collection, before scheduling.
+        from .recorder import begin_distributed
+
+        begin_distributed(self.run, ids, workers=int(getattr(node, "workerinput", {}).get("workercount") or 1))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        # xdist worker: record the item it was given and the next one queued for it, ahead of need.
+        # Elsewhere: a progress line between items while recording.
+        if not self.controller:
+            from .recorder import prefetch
+
+            prefetch(self.run, item, nextitem)
+        elif self.run.recorder is not None:
+            self.run.recorder.tick()
 
     def pytest_ignore_collect(self, config: pytest.Config) -> bool | None:
         # `pytest --sys1cal` with no path arguments runs the benchmark alone; name paths to add your tests.

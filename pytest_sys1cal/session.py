@@ -65,6 +65,8 @@ class Sys1CalRun:
         self.failed_gates: list[dict[str, Any]] = []
         self.finish_error: str | None = None
         self._client: httpx.Client | None = None
+        # Concurrent recording (recorder.py): set when this process records; None when replaying.
+        self.recorder: Any = None
 
     # ------------------------------------------------------------------ settings
 
@@ -109,12 +111,22 @@ class Sys1CalRun:
             if self.recording:
                 missing = self.adapter.missing_key()
                 inner = _RefusingTransport(missing) if missing else httpx.HTTPTransport()
-            self._client = httpx.Client(transport=CassetteTransport(inner), timeout=TIMEOUT_SECONDS)
+            timeout = resolve(self.config, "--sys1cal-timeout") or TIMEOUT_SECONDS
+            self._client = httpx.Client(transport=CassetteTransport(inner), timeout=timeout)
         return self._client
 
     def measure(self, rendering: Rendering) -> dict[str, Any]:
         """Ask (or replay) every question of `rendering` for every repeat; save the cassette only when
-        all of them succeeded, so a failure never leaves a partial recording behind."""
+        all of them succeeded, so a failure never leaves a partial recording behind.
+
+        A rendering being recorded concurrently (recorder.py) is waited for instead."""
+        if self.recorder is not None and self.recorder.handles(rendering):
+            from .recorder import RecordingError
+
+            try:
+                return self.recorder.result(rendering)
+            except RecordingError as exc:
+                raise ItemFailure(str(exc), fatal=exc.fatal) from None
         cassette = self.store.open(rendering)
         samples: list[dict[str, Any]] = []
         server_model = None
@@ -167,8 +179,14 @@ class Sys1CalRun:
         }
 
     def close(self) -> None:
+        self.stop_recorder()
         if self._client is not None:
             self._client.close()
+
+    def stop_recorder(self) -> None:
+        """End concurrent recording: cancel what is in flight (nothing partial is saved)."""
+        if self.recorder is not None:
+            self.recorder.close()
 
     # ------------------------------------------------------------------ controller: manifest, results, report
 
@@ -190,8 +208,13 @@ class Sys1CalRun:
             self.store.write_manifest(self.manifest)
 
     def finish_recording(self) -> None:
+        self.stop_recorder()
         recorded = [row for row in self.results if row.get("recorded")]
-        if not recorded or self.manifest is None:
+        if not recorded:
+            return
+        if self.manifest is None:
+            self.start_recording()
+        if self.manifest is None:
             return
         server_models = sorted({row["server_model"] for row in recorded if row.get("server_model")})
         source = self.manifest["source"]
