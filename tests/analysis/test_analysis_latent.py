@@ -1,4 +1,6 @@
-"""The latent uncertainty model: the batched solver against scipy, the inverse map, the point fit."""
+"""The latent uncertainty model: the batched solver against scipy, the inverse map, the point fit.
+
+scipy.optimize is the oracle here only: the package fits in numpy (importing scipy.optimize costs ~0.4 s)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,39 @@ import numpy as np
 import pytest
 from scipy.optimize import least_squares
 
-from pytest_sys1cal.analysis.latent import LOWER, UPPER, LatentData, LatentFit, fit_batch, fit_latent_model
+from pytest_sys1cal.analysis.items import aggregate_items
+from pytest_sys1cal.analysis.latent import (
+    LOWER,
+    STARTS,
+    UPPER,
+    LatentData,
+    LatentFit,
+    fit_batch,
+    fit_latent_model,
+)
+
+
+def published_data(items: list[dict]) -> LatentData:
+    table = aggregate_items(items)
+    return LatentData.of(table.mu_score, table.p_choice, table.p_star, table.latent_ids)
+
+
+def synthetic(truth: tuple[float, float, float], n: int, noise: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """n items with μ uniform on [0, 1] (0 and 1 included) and Choice = f(μ) + noise, clipped to [0, 1]."""
+    rng = np.random.default_rng(seed)
+    mu = np.concatenate([[0.0, 1.0, 0.5], rng.uniform(0, 1, n - 3)])
+    return mu, np.clip(LatentFit(*truth).choice(mu) + rng.normal(0, noise, n), 0, 1)
+
+
+def scipy_cost(mu: np.ndarray, choice: np.ndarray) -> float:
+    """The lowest cost scipy's trust-region-reflective least_squares reaches from any of the starts."""
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return LatentFit(*x).choice(mu) - choice
+
+    tight = {"ftol": 1e-15, "xtol": 1e-15, "gtol": 1e-15}
+    fits = [least_squares(residuals, start, bounds=(LOWER, UPPER), method="trf", **tight) for start in STARTS]
+    return min(2 * fit.cost for fit in fits)
 
 
 def test_inverse_map_undoes_the_curve():
@@ -28,11 +62,36 @@ def test_fit_recovers_the_curve():
     assert fit.u_max == pytest.approx(truth.u_max, abs=0.005)
 
 
-def test_batched_weighted_fits_match_scipy(published_items):
-    from pytest_sys1cal.analysis.items import aggregate_items
+@pytest.mark.parametrize(
+    ("truth", "n", "noise"),
+    [
+        ((0.6, 1.5, 2.0), 300, 0.03),
+        ((0.6, 1.5, 2.0), 40, 0.1),
+        ((0.0, 1.0, 1.0), 300, 0.03),  # no effect: a long flat ridge, optimum at β's upper bound
+        ((1.0, 0.05, 1.0), 300, 0.03),  # the degenerate corner, at two bounds
+        ((0.9, 2.9, 3.9), 300, 0.03),
+        ((0.2, 0.3, 3.5), 40, 0.1),
+    ],
+)
+def test_point_fit_equals_or_beats_scipy(truth, n, noise):
+    mu, choice = synthetic(truth, n, noise, seed=n)
+    fit = fit_latent_model(mu, choice)
+    cost = float(np.sum((fit.choice(mu) - choice) ** 2))
+    assert cost <= scipy_cost(mu, choice) * (1 + 1e-13)
 
-    table = aggregate_items(published_items)
-    data = LatentData.of(table.mu_score, table.p_choice, table.p_star, table.latent_ids)
+
+def test_point_fit_on_the_published_data_equals_or_beats_scipy(published_items):
+    data = published_data(published_items)
+    cost = float(np.sum((data.fit.choice(data.mu) - data.choice) ** 2))
+    assert cost <= scipy_cost(data.mu, data.choice) * (1 + 1e-13)
+    # The same optimum from every start: the ridge does not leave λ start-dependent.
+    starts = np.array(STARTS)
+    fits = fit_batch(data.mu, data.choice, np.ones((len(starts), data.n)), starts, tol=0.0)
+    assert np.abs(fits - data.fit.params).max() < 1e-6
+
+
+def test_batched_weighted_fits_match_scipy(published_items):
+    data = published_data(published_items)
     weights = data.clusters.resample_counts(np.random.default_rng(0), 6)[:, data.clusters.codes]
     batched = fit_batch(data.mu, data.choice, weights, np.tile(data.fit.params, (6, 1)))
 
