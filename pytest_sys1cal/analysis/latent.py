@@ -28,8 +28,10 @@ MIN_INVERSE_SLOPE = 1e-3
 # |Choice − μ_S| at or below this is float rounding between two ways of computing one probability (e.g. a
 # baseline that derives Choice from its own Score), not a difference.
 ROUNDING = 1e-12
-# Rows × items per block of the batched refit: bounds its memory (the Jacobian is rows × items × 3).
-_BLOCK = 400_000
+# Rows × items per block of the batched fits (1 MiB per float array). A step makes about ten such arrays;
+# at this size they stay in cache and the allocator recycles them, where multi-megabyte ones are mapped and
+# zero-filled afresh every step (at 400_000 a fresh process spent as long in page faults as in arithmetic).
+_BLOCK = 131_072
 _TINY = np.finfo(float).tiny
 
 
@@ -140,21 +142,24 @@ def _choice(mu: np.ndarray, logs: tuple[np.ndarray, np.ndarray], params: np.ndar
     return mu / (1.0 - lam * np.exp(alpha * logs[0] + beta * logs[1]))
 
 
-def _normal_equations(
+def _evaluate(
     mu: np.ndarray,
     logs: tuple[np.ndarray, np.ndarray],
     choice: np.ndarray,
     weights: np.ndarray,
     params: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """JᵀWJ (b, 3, 3) and JᵀW(f − Choice) (b, 3) at parameter rows (b, 3), J the Jacobian of f.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """At parameter rows (b, 3): the cost Σ w·(f − Choice)² (b,), JᵀWJ (b, 3, 3) and JᵀW(f − Choice) (b, 3),
+    J the Jacobian of f.
 
     ∂f/∂(λ, α, β) = m·(1, λ·log μ, λ·log(1−μ)) with m = μ·g/(1 − λ·g)², g = μ^α·(1−μ)^β: per item a
     scalar times a vector that does not depend on the parameters. Both sums are therefore matrix products
-    with per-item constants, and the (b, 3, n) Jacobian is never formed (it dominated the bootstrap)."""
+    with per-item constants, and the (b, 3, n) Jacobian is never formed."""
     lam, alpha, beta = _split(params)
     g = np.exp(alpha * logs[0] + beta * logs[1])
     d = 1.0 - lam * g
+    residual = mu / d - choice
+    cost = np.sum(weights * residual**2, axis=1)
     m = mu * g / (d * d)
     features = np.stack([np.ones_like(mu), logs[0], logs[1]])  # (3, n)
     products = (features[:, None, :] * features[None, :, :]).reshape(9, -1)  # (9, n): every pair k, l
@@ -164,8 +169,8 @@ def _normal_equations(
     # for a busy core cost more than the whole product (2–4× slower fits on a loaded 2-core machine).
     sums = np.einsum("bn,kn->bk", weighted * m, products).reshape(-1, 3, 3)
     hess = sums * scale[:, :, None] * scale[:, None, :]
-    grad = np.einsum("bn,kn->bk", weighted * (mu / d - choice), features) * scale
-    return hess, grad
+    grad = np.einsum("bn,kn->bk", weighted * residual, features) * scale
+    return cost, hess, grad
 
 
 def fit_latent_model(mu: np.ndarray, choice: np.ndarray) -> LatentFit:
@@ -219,27 +224,25 @@ def _levenberg_marquardt(
     max_iter: int,
     tol: float,
 ) -> np.ndarray:
-    def cost(params: np.ndarray, w: np.ndarray) -> np.ndarray:
-        return np.sum(w * (_choice(mu, logs, params) - choice) ** 2, axis=1)
-
     x = starts.astype(float)  # a copy: updated in place
-    current = cost(x, weights)
+    # Cost and normal equations at x, kept per row: a trial point's evaluation serves the next step when
+    # the trial is accepted, so each step costs one pass over the items.
+    current, hess_at, grad_at = _evaluate(mu, logs, choice, weights, x)
     damping = np.full(weights.shape[0], 1e-3)
     todo = np.arange(weights.shape[0])
     for _ in range(max_iter):
         if todo.size == 0:
             break
-        xs, w = x[todo], weights[todo]
-        hess, grad = _normal_equations(mu, logs, choice, w, xs)
+        xs, w, grad = x[todo], weights[todo], grad_at[todo]
         free = ~(((xs <= LOWER) & (grad > 0)) | ((xs >= UPPER) & (grad < 0)))
-        hess *= free[:, :, None] & free[:, None, :]
+        hess = hess_at[todo] * (free[:, :, None] & free[:, None, :])
         diag = np.diagonal(hess, axis1=1, axis2=2)
         # Marquardt scaling on free parameters; held parameters get a unit diagonal and a zero gradient.
         lift = np.where(free, damping[todo, None] * np.maximum(diag, 1e-12), 1.0)
         system = hess + lift[:, :, None] * np.eye(3)
         step = np.linalg.solve(system, -(grad * free)[..., None])[..., 0]
         trial = np.clip(xs + step, LOWER, UPPER)
-        trial_cost = cost(trial, w)
+        trial_cost, trial_hess, trial_grad = _evaluate(mu, logs, choice, w, trial)
         better = trial_cost < current[todo]
         gain = current[todo] - trial_cost
         # Damping follows how well the quadratic model predicted the gain of the (projected) step s:
@@ -248,9 +251,10 @@ def _levenberg_marquardt(
         moved = trial - xs
         predicted = -2 * np.sum(grad * moved, axis=1) - np.einsum("bi,bij,bj->b", moved, hess, moved)
         factor = np.where(gain > 0.75 * predicted, 0.1, np.where(gain < 0.25 * predicted, 10.0, 1.0))
-        x[todo[better]] = trial[better]
         damping[todo] = np.where(better, np.maximum(damping[todo] * factor, 1e-12), damping[todo] * 10)
         done = (better & (gain <= tol * current[todo])) | (damping[todo] > 1e8)
-        current[todo[better]] = trial_cost[better]
+        accepted = todo[better]
+        x[accepted], current[accepted] = trial[better], trial_cost[better]
+        hess_at[accepted], grad_at[accepted] = trial_hess[better], trial_grad[better]
         todo = todo[~done]
     return x
