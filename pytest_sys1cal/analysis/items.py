@@ -98,13 +98,7 @@ def aggregate_items(items: Sequence[Mapping[str, Any]]) -> ItemTable:
         for item in items
         if item.get("error") or not item.get("samples")
     )
-    n = len(ok)
-    score_q = np.full((n, SCORE_LEVELS), np.nan)
-    for i, item in enumerate(ok):
-        scores = [s["score"] for s in item["samples"] if s.get("score") is not None]
-        if scores:
-            mean_q = np.mean(np.asarray(scores, dtype=float), axis=0)
-            score_q[i] = mean_q / mean_q.sum()
+    score_q = _mean_score_distributions(ok)
     return ItemTable(
         instance_id=[item["instance_id"] for item in ok],
         latent_instance_id=[item["latent_instance_id"] for item in ok],
@@ -120,3 +114,21 @@ def aggregate_items(items: Sequence[Mapping[str, Any]]) -> ItemTable:
         samples=[list(item["samples"]) for item in ok],
         failed=failed,
     )
+
+
+def _mean_score_distributions(items: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """(n, 10) repeat-mean Score distribution per item, renormalised; NaN rows where Score was not asked.
+
+    All answers go into one array and are summed per item in order, so this equals a per-item np.mean
+    to the bit without a numpy call per item."""
+    answers = [[s["score"] for s in item["samples"] if s.get("score") is not None] for item in items]
+    counts = np.array([len(item_answers) for item_answers in answers], dtype=int)
+    rows = [q for item_answers in answers for q in item_answers]
+    flat = np.array(rows, dtype=float) if rows else np.empty((0, SCORE_LEVELS))  # a wrong length raises below
+    sums = np.zeros((len(answers), SCORE_LEVELS))
+    np.add.at(sums, np.repeat(np.arange(len(answers)), counts), flat)
+    asked = counts > 0
+    score_q = np.full((len(answers), SCORE_LEVELS), np.nan)
+    mean_q = sums[asked] / counts[asked, None]
+    score_q[asked] = mean_q / mean_q.sum(axis=1, keepdims=True)
+    return score_q

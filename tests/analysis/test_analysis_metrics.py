@@ -9,8 +9,41 @@ import pytest
 
 from pytest_sys1cal.analysis.calibration import binned_gap, calibration, equal_mass_bins, equal_width_bins
 from pytest_sys1cal.analysis.decisions import ACTIONS, action_risks
+from pytest_sys1cal.analysis.items import LEVEL_VALUES, aggregate_items
 from pytest_sys1cal.analysis.sensitivity import spread
 from pytest_sys1cal.analysis.stats import Clusters, NotEnoughData, sign_flip_p, t_interval, t_test
+
+
+def test_score_means_equal_per_item_numpy_mean():
+    """Repeats of varying number, some without a Score answer: the batched per-item means are np.mean's, bit
+    for bit, renormalised; NaN where Score was never asked."""
+    rng = np.random.default_rng(3)
+    items, expected = [], []
+    for i in range(200):
+        samples = [{"choice": 0.5} for _ in range(rng.integers(1, 6))]
+        for sample in samples:
+            if rng.random() < 0.7:
+                sample["score"] = (rng.random(10) ** 3).tolist()
+        scores = [sample["score"] for sample in samples if "score" in sample]
+        mean = np.mean(np.asarray(scores), axis=0) if scores else np.full(10, np.nan)
+        items.append(
+            {
+                "instance_id": f"i{i:03d}",
+                "latent_instance_id": f"l{i // 4}",
+                "family": "f",
+                "representation": "r",
+                "p_star": 0.5,
+                "samples": samples,
+                "error": None,
+            }
+        )
+        expected.append(mean / mean.sum())
+    table = aggregate_items(items)
+    assert np.isnan(table.score_q[:, 0]).any()
+    assert np.array_equal(table.score_q, np.array(expected), equal_nan=True)
+    assert np.array_equal(table.mu_score, np.array(expected) @ LEVEL_VALUES, equal_nan=True)
+    with pytest.raises(ValueError):
+        aggregate_items([{**items[0], "samples": [{"score": [0.2] * 5}, {"score": [0.2] * 5}]}])
 
 
 def test_spread_equals_all_pairs():
