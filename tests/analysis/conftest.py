@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import csv
+import importlib.util
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +12,17 @@ import pytest
 
 from pytest_sys1cal.analysis import analyze
 
-PUBLISHED = Path(__file__).resolve().parents[2] / "fixtures" / "published-jev"
+REPO = Path(__file__).resolve().parents[2]
+PUBLISHED = REPO / "fixtures" / "published-jev"
+
+
+def _bench_analysis():
+    """bench/bench_analysis.py, whose loader of the published outputs the tests share (bench/ is a folder of
+    scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location("bench_analysis", REPO / "bench" / "bench_analysis.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def score_with_mean(mu: float) -> list[float]:
@@ -53,26 +63,7 @@ def published_dir() -> Path:
 @pytest.fixture(scope="session")
 def published_items() -> list[dict]:
     """The paper's per-item Jev outputs as the bundled cassettes replay them: one sample per rendering."""
-    with open(PUBLISHED / "noul_choice_score_instance_metrics.csv", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    return [
-        {
-            "instance_id": row["instance_id"],
-            "latent_instance_id": row["latent_instance_id"],
-            "family": row["family"],
-            "representation": row["representation"],
-            "p_star": float(row["p_star"]),
-            "samples": [
-                {
-                    "noul": float(row["p_noul"]),
-                    "choice": float(row["p_choice"]),
-                    "score": [float(row[f"q_{j}"]) for j in range(10)],
-                }
-            ],
-            "error": None,
-        }
-        for row in rows
-    ]
+    return _bench_analysis().published_items(PUBLISHED / "noul_choice_score_instance_metrics.csv")
 
 
 @pytest.fixture(scope="session")
