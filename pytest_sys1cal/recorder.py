@@ -120,7 +120,7 @@ def retry_after_seconds(headers: Mapping[str, str], now: _dt.datetime | None = N
     HTTP-date (a date in the past means now). None when neither is there or readable."""
     lowered = {name.lower(): value for name, value in headers.items()}
     with contextlib.suppress(TypeError, ValueError):
-        milliseconds = float(lowered["retry-after-ms"])
+        milliseconds = float(lowered.get("retry-after-ms") or "nan")
         if math.isfinite(milliseconds):
             return max(0.0, milliseconds / 1000)
     text = (lowered.get("retry-after") or "").strip()
@@ -501,7 +501,7 @@ class Recorder:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a bug; shown on the item, with its type
-                self._settle(job, error=RecordingError(f"recording failed: {type(exc).__name__}: {exc}"))
+                self._settle(job, error=RecordingError(f"recording failed: {_describe(exc)}"))
 
     def _answered(self, unit: _Unit, response: WireResponse) -> None:
         job = unit.job
@@ -599,14 +599,13 @@ class Recorder:
             replayed = await client.send(first)
             return WireResponse(replayed.status_code, dict(replayed.headers), replayed.content)
 
-        started = time.monotonic()
-        deadline = started + self.settings.retry_budget
-        attempt = 0
+        attempt, started = 0, 0.0
         while True:
             attempt += 1
             await self._turn(unit)
-            if attempt == 1:
+            if attempt == 1:  # the retry budget runs from the first send, not from the wait for a turn
                 job.unsent -= 1
+                started = time.monotonic()
             projected = self.cost.projected(unit.tokens)
             self.cost.in_flight += projected
             if self.stats.first_send is None:
@@ -636,7 +635,7 @@ class Recorder:
                 if wire.status in SLOW_DOWN_STATUSES:
                     self._pacer.hold(retry_after if retry_after is not None else self.settings.backoff_initial)
             delay = retry_after if retry_after is not None else backoff(attempt, self.settings, self._rng)
-            if attempt >= self.settings.max_attempts or time.monotonic() + delay > deadline:
+            if attempt >= self.settings.max_attempts or time.monotonic() + delay > started + self.settings.retry_budget:
                 raise self._gave_up(request, failure, attempt, time.monotonic() - started)
             self.stats.retries += 1
             await asyncio.sleep(delay)
@@ -659,6 +658,13 @@ class Recorder:
                 f"server error: no response from {request.url}: {type(failure).__name__}: {failure} ({tried})"
             )
         return RecordingError(f"server error: {failure} ({tried})")
+
+
+def _describe(exc: BaseException) -> str:
+    """`Type: message`, with the leaves of an exception group (anyio raises those) spelled out."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _remember_missing_sniffio() -> None:
@@ -785,8 +791,17 @@ def begin(run: Sys1CalRun, items: Sequence[pytest.Item]) -> None:
     if not plan.renderings or run.adapter.missing_key():
         return  # nothing to send, or the synchronous path says clearly why it cannot
     run.start_recording()
+    _sweep_leftovers(run)
     recording.ensure_engine().submit(plan.renderings)
     _warm_up()
+
+
+def _sweep_leftovers(run: Sys1CalRun) -> None:
+    """Remove the temporary files of atomic writes that a killed recording left half-written (the
+    cassettes themselves are always whole). Runs before this recording writes anything."""
+    for leftover in run.store.folder.glob("*/.*.json.*.tmp"):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
 
 
 def _warm_up() -> None:
@@ -809,6 +824,7 @@ def begin_distributed(run: Sys1CalRun, ids: Sequence[str], workers: int) -> None
     _announce(run, plan, settings, workers=max(1, workers))
     if plan.renderings:
         run.start_recording()
+        _sweep_leftovers(run)
 
 
 def prefetch(run: Sys1CalRun, item: pytest.Item, nextitem: pytest.Item | None) -> None:
