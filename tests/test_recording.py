@@ -30,6 +30,7 @@ import httpcore._backends.anyio  # noqa: F401
 import pytest
 from jevcompat.mock import MockConfig, Running
 
+from pytest_sys1cal import recorder
 from pytest_sys1cal.dataset import Rendering, load_dataset
 from pytest_sys1cal.recorder import Settings, backoff, retry_after_seconds
 
@@ -239,6 +240,22 @@ def test_concurrent_recording_honours_concurrency_then_replays_offline(
         assert server.requests == 24  # replay sent nothing
         assert "sys1cal: record" not in replayed.stdout.str()  # and said nothing about recording
     assert json.loads(first.read_text())["items"] == json.loads(again.read_text())["items"]
+
+
+def test_progress_lines_while_recording(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, dataset: tuple[Path, list[Rendering]]
+) -> None:
+    path, renderings = dataset
+    monkeypatch.setattr(recorder, "PROGRESS_EVERY", 0.15)
+    with FaultServer(renderings, delay=0.1) as server:
+        result = record(
+            pytester, server.url, path, pytester.path / "c", "--sys1cal-repeats=2", "--sys1cal-concurrency=2",
+            "--sys1cal-rate=0", "-q",
+        )  # fmt: skip
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(
+        ["sys1cal: recorded */12 requests, * requests/s, about * s left", "sys1cal: recorded 12 requests in *"]
+    )
 
 
 def test_rate_limit_spaces_requests_evenly(pytester: pytest.Pytester, dataset: tuple[Path, list[Rendering]]) -> None:
