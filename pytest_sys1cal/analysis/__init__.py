@@ -1,4 +1,4 @@
-"""The paper's analysis, computed from what a run measured. Pure numpy/scipy; knows nothing of pytest.
+"""The paper's analysis, computed from what a run measured. Pure numpy, no scipy; knows nothing of pytest.
 
 Input: one mapping per rendering, as produced by the run and carried on test reports::
 
