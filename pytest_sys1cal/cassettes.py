@@ -9,6 +9,7 @@ file format, so requests for different renderings can run concurrently and the f
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -78,14 +79,17 @@ def _canonical(value: Any, keep_order: bool = False) -> Any:
     return value
 
 
-def json_body(r1: VcrRequest, r2: VcrRequest) -> None:
-    def load(request: VcrRequest) -> Any:
-        try:
-            return _canonical(json.loads(request.body or b"null"))
-        except ValueError:
-            return request.body
+@functools.lru_cache(maxsize=4096)
+def _canonical_body(body: bytes | str | None) -> Any:
+    # Cached: every repeat of a rendering sends the same bytes, and vcrpy matches each request twice.
+    try:
+        return _canonical(json.loads(body or b"null"))
+    except ValueError:
+        return body
 
-    if load(r1) != load(r2):
+
+def json_body(r1: VcrRequest, r2: VcrRequest) -> None:
+    if _canonical_body(r1.body) != _canonical_body(r2.body):
         raise AssertionError("request bodies differ (JSON, Choice option order significant)")
 
 

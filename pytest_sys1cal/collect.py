@@ -48,6 +48,11 @@ class Sys1CalItem(pytest.Item):
         return self.run.dataset.path, self.rendering.line - 1, f"sys1cal {self.rendering.short_id}"
 
 
+def item_name(model: str, rendering: Rendering) -> str:
+    """The item's name: ``<model>[<family>/<instance id>]`` (its node id is ``sys1cal::`` + this)."""
+    return f"{model}[{rendering.family}/{rendering.short_id}]"
+
+
 class Sys1CalSuite(pytest.Collector):
     """The collection node holding the benchmark's items; it stands where a test file would."""
 
@@ -57,10 +62,9 @@ class Sys1CalSuite(pytest.Collector):
 
     def collect(self) -> list[Sys1CalItem]:
         """Items in dataset order (family, then id) with stable ids ``sys1cal::<model>[<family>/<id>]``."""
-        model = self.run.model_name
         items = []
         for rendering in self.run.dataset.renderings:
-            name = f"{model}[{rendering.family}/{rendering.short_id}]"
+            name = item_name(self.run.model_name, rendering)
             items.append(
                 Sys1CalItem.from_parent(
                     self, name=name, nodeid=f"{self.nodeid}::{name}", rendering=rendering, run=self.run

@@ -128,10 +128,29 @@ class ActiveRun:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.controller:
             self.run.finish()
+            self._report_gates(session.config)
             if self.run.finish_error:
                 session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             elif self.run.failed_gates and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _report_gates(self, config: pytest.Config) -> None:
+        """Hand each gate to report plugins (JUnit XML writes it as a test case) as a test report. The
+        terminal, last-failed cache and stepwise plugins are left out: the gate block speaks for the terminal,
+        and a gate is not an item that --lf could rerun."""
+        if not self.run.report or not self.run.report["gates"]:
+            return
+        from .report.junit import gate_reports
+
+        skip = [config.pluginmanager.get_plugin(name) for name in ("terminalreporter", "lfplugin", "stepwiseplugin")]
+        hook = config.pluginmanager.subset_hook_caller("pytest_runtest_logreport", [p for p in (*skip, self) if p])
+        terminal = skip[0]
+        source = str(self.run.thresholds_path or self.run.dataset.path)
+        for report in gate_reports(self.run.report["gates"], source):
+            hook(report=report)
+            if terminal is not None and report.failed:
+                # Counted with the items, so pytest's last line says "1 failed", not a green "365 passed".
+                terminal.stats.setdefault("failed", []).append(report)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
         if self.controller and not config.option.collectonly:

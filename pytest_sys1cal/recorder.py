@@ -53,6 +53,7 @@ import httpx
 import pytest
 
 from .cassettes import EXTENSION_KEY, AsyncCassetteTransport, to_vcr_request
+from .collect import Sys1CalItem, item_name
 from .dataset import Rendering
 from .models.base import AnswerError, WireRequest, WireResponse
 
@@ -816,7 +817,7 @@ def begin_distributed(run: Sys1CalRun, ids: Sequence[str], workers: int) -> None
     plan, price and cap, and the manifest; the workers do the sending."""
     if not run.recording or run.recorder is not None:
         return
-    by_name = {_item_name(run, r): r for r in run.dataset.renderings}
+    by_name = {item_name(run.model_name, r): r for r in run.dataset.renderings}
     renderings = [by_name[name] for name in (nodeid.rsplit("::", 1)[-1] for nodeid in ids) if name in by_name]
     plan = make_plan(run, renderings)
     settings = Settings.from_run(run, share=max(1, workers))
@@ -842,14 +843,7 @@ def prefetch(run: Sys1CalRun, item: pytest.Item, nextitem: pytest.Item | None) -
 
 
 def _renderings(run: Sys1CalRun, items: Iterable[pytest.Item | None]) -> list[Rendering]:
-    from .collect import Sys1CalItem
-
     return [item.rendering for item in items if isinstance(item, Sys1CalItem) and item.run is run]
-
-
-def _item_name(run: Sys1CalRun, rendering: Rendering) -> str:
-    # The last part of a Sys1CalItem's node id (collect.Sys1CalSuite.collect names them).
-    return f"{run.model_name}[{rendering.family}/{rendering.short_id}]"
 
 
 def _duration(seconds: float) -> str:

@@ -60,6 +60,9 @@ class Sys1CalRun:
         self.question_ids: tuple[str, ...] = ALL_QUESTIONS if rerecord else tuple(self.manifest["questions"])
         manifest_repeats = None if rerecord else self.manifest["repeats"]
         self.repeats: int = resolve(config, "--sys1cal-repeats") or manifest_repeats or RECORDING_REPEATS
+        self.thresholds_path, self.thresholds = self._load_thresholds(registered)
+        self.baseline_path: Path | None = resolve(config, "--sys1cal-baseline")
+        self.baseline = self._load_baseline() if self.baseline_path else None
         self.results: list[dict[str, Any]] = []
         self.report: dict[str, Any] | None = None
         self.failed_gates: list[dict[str, Any]] = []
@@ -88,6 +91,46 @@ class Sys1CalRun:
                 f"{recorded_for}, but {self.dataset.path} has sha256 {self.dataset.sha256}; use the matching "
                 f"dataset, another --sys1cal-cassettes folder, or re-record with --sys1cal-record-mode=all"
             )
+
+    def _load_thresholds(self, registered: Any) -> tuple[Path | None, Any]:
+        from .models import BUILTIN_ADAPTERS
+        from .thresholds import ThresholdsError, load_thresholds
+
+        path = resolve(self.config, "--sys1cal-thresholds")
+        if path is None:
+            default = self.config.rootpath / "thresholds.yaml"
+            if not default.is_file():
+                return None, None
+            path = default
+        elif not Path(path).is_file():
+            raise pytest.UsageError(f"--sys1cal-thresholds: {path} does not exist")
+        known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
+        try:
+            return path, load_thresholds(path, self.model_name, self.adapter.version, known_models=known)
+        except ThresholdsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def _load_baseline(self) -> dict[str, Any]:
+        """The earlier report to compare with; it must come from the same dataset and repeat count."""
+        from .thresholds import ThresholdsError, load_baseline
+
+        try:
+            baseline = load_baseline(self.baseline_path)
+        except ThresholdsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        recorded_for = baseline.get("dataset", {}).get("sha256")
+        if recorded_for != self.dataset.sha256:
+            raise pytest.UsageError(
+                f"--sys1cal-baseline {self.baseline_path}: it was computed on dataset sha256 {recorded_for}, this run "
+                f"uses {self.dataset.name} sha256 {self.dataset.sha256}; compare runs of the same dataset"
+            )
+        if baseline.get("repeats") != self.repeats:
+            # Per-item OVL of a repeat mean depends on the number of repeats: compare like with like.
+            raise pytest.UsageError(
+                f"--sys1cal-baseline {self.baseline_path}: it averaged {baseline.get('repeats')} repeat(s) per rendering, "
+                f"this run {self.repeats}; record both with the same --sys1cal-repeats"
+            )
+        return baseline
 
     def header(self) -> str:
         cassettes = f"{self.source} cassettes, {self.repeats} repeat{'s' if self.repeats != 1 else ''}"
@@ -241,7 +284,8 @@ class Sys1CalRun:
             from .analysis import analyze
             from .report.json_report import build_report, write_report
 
-            analysis = analyze(self.results, seed=self.seed)
+            options = self.thresholds.analysis_options() if self.thresholds else {}
+            analysis = analyze(self.results, seed=self.seed, **options)
             self.report = build_report(
                 model=self.model_info(),
                 dataset={
@@ -255,13 +299,41 @@ class Sys1CalRun:
                 analysis=analysis,
                 gates=[],
             )
+            self.report["gates"] = self._evaluate_gates(self.report)
+            self.failed_gates = [gate for gate in self.report["gates"] if gate["verdict"] == "FAILED"]
             if self.report_path:
                 write_report(self.report_path, self.report)
+            self._append_github_summary()
         except Exception as exc:  # noqa: BLE001 - reported in the summary, with the traceback under -v
             import traceback
 
             self.finish_error = f"{type(exc).__name__}: {exc}"
             self.finish_traceback = traceback.format_exc()
+
+    def _append_github_summary(self) -> None:
+        """On GitHub Actions, the tables and gates also go to the job's summary page, as Markdown."""
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary and self.report is not None:
+            from .report.markdown import summary_markdown
+
+            with open(summary, "a", encoding="utf-8") as handle:
+                handle.write(summary_markdown(self.report))
+
+    def _evaluate_gates(self, report: dict[str, Any]) -> list[dict[str, Any]]:
+        from .thresholds import evaluate, evaluate_regression
+
+        gates: list[dict[str, Any]] = []
+        if self.thresholds is not None:
+            gates = evaluate(self.thresholds, report)
+            selected, total = len(self.results), len(self.dataset.renderings)
+            if selected < total:
+                # The floors describe the whole benchmark; a -k subset would trip them by composition alone.
+                why = f"only {selected} of {total} renderings were selected; threshold gates apply to the whole dataset"
+                gates = [{**gate, "passed": None, "verdict": "not measured", "explanation": why} for gate in gates]
+        if self.baseline is not None:
+            regression = self.thresholds.regression if self.thresholds else None
+            gates += evaluate_regression(regression, report, self.baseline, seed=self.seed, baseline_name=str(self.baseline_path))
+        return gates
 
     def summary_lines(self) -> list[tuple[str, dict[str, bool]]]:
         from .report.terminal import summary_lines

@@ -7,9 +7,12 @@ pytest_plugins = ["pytester"]
 
 @pytest.fixture(autouse=True, scope="session")
 def _analysis_stack_loaded_once() -> None:
-    """pytester's in-process runs drop modules first imported inside a run, and numpy cannot be imported
-    twice in one process: load the analysis stack (numpy, scipy) once, before any nested run. A fixture,
-    not a module-level import, so `pytest --sys1cal` in this repository does not pay for it."""
+    """pytester's in-process runs drop modules first imported inside a run; numpy cannot be imported twice
+    in one process, and httpx's async backends lose their exception mapping when re-imported. So load them
+    once, before any nested run: in a fixture, not at import, so `pytest --sys1cal` here does not pay."""
+    import anyio._backends._asyncio  # noqa: F401
+    import httpcore._backends.anyio  # noqa: F401
+
     import pytest_sys1cal.analysis  # noqa: F401
 
 

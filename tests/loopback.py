@@ -68,7 +68,7 @@ class LoopbackServer:
         self._calls: dict[tuple[str, str], int] = {}
         self._gate = threading.Semaphore(self.behaviour.max_in_flight) if self.behaviour.max_in_flight else None
         handler = type("Handler", (_Handler,), {"owner": self})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server = _Server(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -141,6 +141,11 @@ class LoopbackServer:
             "answers": answers,
             "usage": {"input_tokens": len(state_key) // 4, "output_tokens": 0},
         }
+
+
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog of 5 resets connections when a client opens 16 at once.
+    request_queue_size = 128
 
 
 class _Handler(BaseHTTPRequestHandler):

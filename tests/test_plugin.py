@@ -133,9 +133,14 @@ def test_replay_opens_no_socket(pytester: pytest.Pytester) -> None:
         def refuse(self, address):
             raise AssertionError(f"replay tried to connect to {address}")
 
+        saved = (socket.socket.connect, socket.socket.connect_ex)
+
         def pytest_configure(config):
             socket.socket.connect = refuse
             socket.socket.connect_ex = refuse
+
+        def pytest_unconfigure(config):
+            socket.socket.connect, socket.socket.connect_ex = saved  # the run is in-process: undo it
         """
     )
     run(pytester, "-k", "compound").assert_outcomes(passed=60, deselected=305)
