@@ -167,26 +167,37 @@ class CassetteStore:
         return response
 
 
+def recorded_headers(recorded: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(name, value) for name, values in recorded["headers"].items() for value in values]
+
+
+def play_or_miss(cassette: Cassette, vcr_request: VcrRequest, can_record: bool) -> httpx.Response | None:
+    """`replay` for the transports: the recorded response as an httpx response."""
+    recorded = replay(cassette, vcr_request, can_record)
+    if recorded is None:
+        return None
+    return httpx.Response(
+        recorded["status"]["code"], headers=recorded_headers(recorded), content=recorded["body"]["string"]
+    )
+
+
 def to_vcr_request(request: httpx.Request) -> VcrRequest:
     return VcrRequest(request.method, str(request.url), request.content, dict(request.headers))
 
 
-def play_or_miss(cassette: Cassette, vcr_request: VcrRequest, can_record: bool) -> httpx.Response | None:
-    """The recorded response, None when the request should go to the network, or CassetteMiss."""
+def replay(cassette: Cassette, vcr_request: VcrRequest, can_record: bool) -> dict[str, Any] | None:
+    """The recorded response (vcrpy's dict), None when the request should go to the network, or CassetteMiss."""
     if cassette.can_play_response_for(vcr_request):
-        recorded = cassette.play_response(vcr_request)
-        return httpx.Response(
-            recorded["status"]["code"],
-            headers=[(name, value) for name, values in recorded["headers"].items() for value in values],
-            content=recorded["body"]["string"],
-        )
+        return cassette.play_response(vcr_request)
     if can_record and not cassette.write_protected:
         return None
     path = cassette.path
     if not Path(path).is_file():
         raise CassetteMiss(f"no cassette {path}")
     played, total = cassette.play_count, len(cassette)
-    raise CassetteMiss(f"{path} holds no unplayed recording of this request ({total} recorded, {played} already played)")
+    raise CassetteMiss(
+        f"{path} holds no unplayed recording of this request ({total} recorded, {played} already played)"
+    )
 
 
 # Response headers that change from one request to the next without saying anything about the answer.
