@@ -32,6 +32,7 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = "sys1cal-cassettes/1"
 EXTENSION_KEY = "sys1cal_cassette"
+INTERACTION_KEY = "sys1cal_interaction"
 REDACTED = "<REDACTED>"
 # Headers that carry or may carry credentials, matched case-insensitively on the name.
 SECRET_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|session|signature|credential|password", re.I)
@@ -223,18 +224,23 @@ def _recorded_headers(response: httpx.Response) -> dict[str, list[str]]:
     return headers
 
 
+def interaction(vcr_request: VcrRequest, response: httpx.Response) -> tuple[VcrRequest, dict[str, Any]] | None:
+    """The (request, response) pair to keep; None for an error response, which never reaches a cassette."""
+    if not 200 <= response.status_code < 300:
+        return None
+    recorded = {
+        "status": {"code": response.status_code, "message": response.reason_phrase},
+        "headers": _recorded_headers(response),
+        "body": {"string": response.content},
+    }
+    return vcr_request, recorded
+
+
 def record(cassette: Cassette, vcr_request: VcrRequest, response: httpx.Response) -> None:
-    """Keep a successful interaction; an error response never reaches a cassette."""
-    if 200 <= response.status_code < 300:
-        headers = _recorded_headers(response)
-        cassette.append(
-            vcr_request,
-            {
-                "status": {"code": response.status_code, "message": response.reason_phrase},
-                "headers": headers,
-                "body": {"string": response.content},
-            },
-        )
+    """Keep a successful interaction in the cassette."""
+    kept = interaction(vcr_request, response)
+    if kept is not None:
+        cassette.append(*kept)
 
 
 class CassetteTransport(httpx.BaseTransport):
@@ -266,7 +272,10 @@ class CassetteTransport(httpx.BaseTransport):
 
 class AsyncCassetteTransport(httpx.AsyncBaseTransport):
     """The asyncio twin of `CassetteTransport`, for concurrent recording (recorder.py): same replay,
-    same record-only-2xx rule. Cassettes are plain objects touched only from the event loop's thread."""
+    same record-only-2xx rule. It does not append to the cassette itself: answers arrive in completion
+    order, so the interaction to keep rides on the response (``extensions[INTERACTION_KEY]``) and the
+    recorder appends them in repeat order once the rendering is complete. Cassettes are plain objects
+    touched only from the event loop's thread."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport | None):
         self.inner = inner
@@ -284,7 +293,7 @@ class AsyncCassetteTransport(httpx.AsyncBaseTransport):
             await response.aread()
         finally:
             await response.aclose()
-        record(cassette, vcr_request, response)
+        response.extensions[INTERACTION_KEY] = interaction(vcr_request, response)
         return response
 
     async def aclose(self) -> None:

@@ -7,7 +7,6 @@ scipy, httpx or vcrpy import). With it, `ActiveRun` is registered as a plugin an
 from __future__ import annotations
 
 from collections.abc import Generator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest

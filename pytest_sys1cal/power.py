@@ -170,21 +170,20 @@ def _repeats(report: Mapping[str, Any]) -> int:
 
 def repeat_sd(report: Mapping[str, Any], primitive: str, of: str = "ovl") -> float | None:
     """σ_w: the pooled within-rendering SD over repeats of the per-repeat OVL (of="ovl", the statistics doc's
-    definition) or of the answer itself (of="answer", what the upgrade gate pools). None with a single repeat
+    definition, which the upgrade gate uses too) or of the answer itself (of="answer"). None with a single repeat
     or no per-repeat samples."""
-    # These two helpers are private in analysis/compare.py; they are imported, not copied, so the gate and
-    # this plan read the per-repeat samples the same way.
-    from .analysis.compare import _per_repeat, _within_variance
+    # Shared with the upgrade gate, so the gate and this plan read the per-repeat samples the same way.
+    from .analysis.compare import per_repeat, per_repeat_ovl, within_variance
 
     if of not in ("ovl", "answer"):
         raise ValueError(f"of must be 'ovl' or 'answer', got {of!r}")
     items = _items(report)
-    per_repeat = _per_repeat(items, _repeats(report))[primitive]
-    if per_repeat is not None and of == "ovl":
-        per_repeat = 1 - np.abs(per_repeat - np.asarray([float(item["p_star"]) for item in items])[:, None])
+    values = per_repeat(items, _repeats(report))[primitive]
+    if of == "ovl":
+        values = per_repeat_ovl(values, np.asarray([float(item["p_star"]) for item in items]))
     column = COLUMNS[primitive][0]
     rows = np.asarray([item.get(column) is not None for item in items])
-    variance = _within_variance(per_repeat, rows)
+    variance = within_variance(values, rows)
     return None if variance is None else math.sqrt(variance)
 
 

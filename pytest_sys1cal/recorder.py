@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from .cassettes import EXTENSION_KEY, AsyncCassetteTransport, to_vcr_request
+from .cassettes import EXTENSION_KEY, INTERACTION_KEY, AsyncCassetteTransport, to_vcr_request
 from .collect import Sys1CalItem, item_name
 from .dataset import Rendering
 from .models.base import AnswerError, WireRequest, WireResponse
@@ -332,6 +332,8 @@ class _Job:
     future: concurrent.futures.Future[dict[str, Any]]
     cassette: Cassette | None = None
     responses: list[list[WireResponse | None]] = field(default_factory=list)
+    # Per repeat and request: the interaction to append to the cassette (None when replayed).
+    interactions: list[list[Any]] = field(default_factory=list)
     samples: list[dict[str, Any] | None] = field(default_factory=list)
     missing: list[int] = field(default_factory=list)  # per repeat: responses still to come
     remaining: int = 0
@@ -481,6 +483,7 @@ class Recorder:
             self._settle(job, error=RecordingError(f"cannot open the cassette: {type(exc).__name__}: {exc}"))
             return
         job.responses = [[None] * len(requests) for requests in repeats]
+        job.interactions = [[None] * len(requests) for requests in repeats]
         job.samples = [None] * len(repeats)
         job.missing = [len(requests) for requests in repeats]
         job.remaining = job.unsent = sum(job.missing)
@@ -495,7 +498,8 @@ class Recorder:
             if job.future.done():
                 continue
             try:
-                response = await self._exchange(unit)
+                response, kept = await self._exchange(unit)
+                job.interactions[unit.repeat][unit.index] = kept
                 self._answered(unit, response)
             except RecordingError as exc:
                 self._settle(job, error=exc)
@@ -528,6 +532,12 @@ class Recorder:
         server_model = None
         for responses in job.responses:
             server_model = run.adapter.reported_model([r for r in responses if r is not None]) or server_model
+        # Appended now, in repeat order: replay serves repeats in cassette order, so the recording run
+        # and a later replay report the same samples in the same order.
+        for repeat in job.interactions:
+            for kept in repeat:
+                if kept is not None:
+                    job.cassette.append(*kept)
         recorded = bool(job.cassette.dirty)
         try:
             run.store.save(job.cassette)
@@ -581,8 +591,9 @@ class Recorder:
                 f"${dollars(self.cost.in_flight, self.settings.price):.4f} in flight; the next request would exceed it"
             )
 
-    async def _exchange(self, unit: _Unit) -> WireResponse:
-        """Send one request (or replay it, new_episodes), retrying what is worth retrying."""
+    async def _exchange(self, unit: _Unit) -> tuple[WireResponse, Any]:
+        """Send one request (or replay it, new_episodes), retrying what is worth retrying; with the
+        answer, the interaction to record (None for a replayed one)."""
         job, request = unit.job, unit.request
         client = self._client
         content = request.content()
@@ -598,7 +609,7 @@ class Recorder:
         if job.cassette.can_play_response_for(to_vcr_request(first)):  # new_episodes: already recorded
             job.unsent -= 1
             replayed = await client.send(first)
-            return WireResponse(replayed.status_code, dict(replayed.headers), replayed.content)
+            return WireResponse(replayed.status_code, dict(replayed.headers), replayed.content), None
 
         attempt, started = 0, 0.0
         while True:
@@ -626,7 +637,7 @@ class Recorder:
                     self.cost.answered(unit.tokens, projected, reported_input_tokens(wire))
                     self.stats.sent_ok += 1
                     self.stats.last_answer = time.monotonic()
-                    return wire
+                    return wire, response.extensions.get(INTERACTION_KEY)
                 self.cost.in_flight -= projected  # assumed unbilled: the server did not answer
                 error = self.run.adapter.error(wire)
                 if wire.status not in RETRY_STATUSES:

@@ -48,10 +48,10 @@ class Model:
             self.mean[prim] = np.clip(self.p_star + problem + rendering, 0.01, 0.99)
         self.ids = [f"fam__seed_{j:06d}__repr_{k}" for j in range(J) for k in range(K)]
 
-    def worse(self, prim: str, drop: float) -> Model:
+    def worse(self, prim: str, drop: float, sigma_w: float = SIGMA_W) -> Model:
         """The same model with `prim` moved away from p* so that its expected mean OVL (of the repeat mean
         of R noisy repeats, as the report computes it) is lower by exactly `drop`."""
-        noise = np.random.default_rng(99).normal(0, SIGMA_W, (400, R, self.n))  # common random numbers
+        noise = np.random.default_rng(99).normal(0, sigma_w, (400, R, self.n))  # common random numbers
 
         def expected_ovl(mean: np.ndarray) -> float:
             p = np.clip(mean + noise, 0, 1).mean(axis=1)
@@ -70,8 +70,8 @@ class Model:
         other.achieved_drop = expected_ovl(self.mean[prim]) - expected_ovl(other.mean[prim])
         return other
 
-    def record(self, rng: np.random.Generator) -> dict[str, Any]:
-        draws = {p: np.clip(self.mean[p][:, None] + rng.normal(0, SIGMA_W, (self.n, R)), 0, 1) for p in PRIMS}
+    def record(self, rng: np.random.Generator, sigma_w: float = SIGMA_W) -> dict[str, Any]:
+        draws = {p: np.clip(self.mean[p][:, None] + rng.normal(0, sigma_w, (self.n, R)), 0, 1) for p in PRIMS}
         # Score: a distribution on the two levels around each draw, so that its expectation is the draw.
         s = draws["score"] * 9
         lower = np.minimum(np.floor(s).astype(int), 8)
@@ -250,12 +250,14 @@ def test_inconclusive_says_what_would_decide_it() -> None:
 
 
 def test_inconclusive_advice_with_repeat_noise_dominating() -> None:
-    """A uniform change on few renderings with noisy repeats: more repeats are the cheap lever."""
-    rng = np.random.default_rng(5)
+    """A uniform change on few renderings with noisy repeats: more repeats are the cheap lever. Every answer
+    sits well above p*, so OVL never folds at p* and the shift lowers every rendering's OVL alike (σ_Δ = 0):
+    all the spread of D is repeat noise."""
+    rng = np.random.default_rng(0)
     small = Model(seed=3)
-    keep = np.arange(small.n) < 40  # 10 latent problems only: too few to decide
-    small.n, small.latent, small.p_star = 40, small.latent[keep], small.p_star[keep]
-    small.mean = {p: v[keep] for p, v in small.mean.items()}
+    small.n, small.latent = 40, small.latent[:40]  # 10 latent problems only: too few to decide
+    small.p_star = np.repeat(np.linspace(0.1, 0.5, 10), 4)
+    small.mean = dict.fromkeys(PRIMS, small.p_star + 0.35)
     small.ids = small.ids[:40]
     worse = small.worse("noul", 0.012)
     result = compare_reports(worse.record(rng), small.record(rng), seed=0, primitives=["noul"])

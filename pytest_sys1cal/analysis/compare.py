@@ -149,8 +149,8 @@ def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
         p_star=np.asarray([float(new_items[i]["p_star"]) for i in shared]),
         new={prim: _column(new_rows, column) for prim, (column, _) in COLUMNS.items()},
         base={prim: _column(base_rows, column) for prim, (column, _) in COLUMNS.items()},
-        new_repeats=_per_repeat(new_rows, new_r),
-        base_repeats=_per_repeat(base_rows, base_r),
+        new_repeats=per_repeat(new_rows, new_r),
+        base_repeats=per_repeat(base_rows, base_r),
         repeats=new_r,
         only_in_new=len(new_items.keys() - base_items.keys()),
         only_in_baseline=len(base_items.keys() - new_items.keys()),
@@ -189,7 +189,7 @@ def _column(items: list[Mapping[str, Any]], key: str) -> np.ndarray:
     return np.asarray([np.nan if item.get(key) is None else float(item[key]) for item in items])
 
 
-def _per_repeat(items: list[Mapping[str, Any]], repeats: int) -> dict[str, np.ndarray | None]:
+def per_repeat(items: list[Mapping[str, Any]], repeats: int) -> dict[str, np.ndarray | None]:
     """Per primitive: (n, r) per-repeat probabilities (Score: μ of each repeat's distribution), NaN where
     missing; None when no item carries that primitive's samples or there is a single repeat (then the
     repeat noise cannot be estimated). One pass over the samples for all primitives."""
@@ -236,7 +236,7 @@ def _to_matrix(
     return out
 
 
-def _within_variance(values: np.ndarray | None, rows: np.ndarray) -> float | None:
+def within_variance(values: np.ndarray | None, rows: np.ndarray) -> float | None:
     """Mean over items of the sample variance across repeats (σ_w²), on the selected rows."""
     if values is None:
         return None
@@ -396,12 +396,19 @@ def _decide(
         out["advice"] = _advice(out, margin, paired.repeats, pass_level, fail_level, within_sum)
 
 
+def per_repeat_ovl(per_repeat_p: np.ndarray | None, p_star: np.ndarray) -> np.ndarray | None:
+    """(n, r) per-repeat OVL = 1 − |p − p*| from per-repeat probabilities."""
+    return None if per_repeat_p is None else 1 - np.abs(per_repeat_p - p_star[:, None])
+
+
 def _noise(out: dict[str, Any], paired: Paired, prim: str) -> tuple[dict[str, Any], float | None]:
-    """σ_w (per-repeat SD of the answers, pooled over both recordings), the part of Var(D) it explains,
-    σ_Δ (SD of the true per-item change) and the design effect of clustering by latent problem."""
+    """σ_w (per-repeat SD of per-item OVL, the statistics doc's definition, pooled over both recordings),
+    the part of Var(D) it explains, σ_Δ (SD of the true per-item change) and the design effect of
+    clustering by latent problem. (The SD of the answers themselves would overstate the noise in OVL,
+    which folds the answer at p*: up to 2.8× in variance for a model centred on p*.)"""
     rows = ~np.isnan(paired.new[prim]) & ~np.isnan(paired.base[prim])
-    w_new = _within_variance(paired.new_repeats[prim], rows)
-    w_base = _within_variance(paired.base_repeats[prim], rows)
+    w_new = within_variance(per_repeat_ovl(paired.new_repeats[prim], paired.p_star), rows)
+    w_base = within_variance(per_repeat_ovl(paired.base_repeats[prim], paired.p_star), rows)
     var_d = out["sd_d"] ** 2
     n = out["n"]
     deff = n * out["se"] ** 2 / var_d if var_d > 0 else None
