@@ -6,11 +6,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .base import ModelAdapter
+from .semif import SemIfAdapter
 from .systemone import JevAdapter, SystemOneAdapter
 
 BUILTIN_ADAPTERS: dict[str, Callable[..., ModelAdapter]] = {
     JevAdapter.name: JevAdapter,
     SystemOneAdapter.name: SystemOneAdapter,
+    SemIfAdapter.name: SemIfAdapter,
 }
 
 

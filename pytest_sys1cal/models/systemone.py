@@ -23,6 +23,8 @@ from .base import (
 )
 
 SCORE_KEYS = [str(j) for j in range(SCORE_LEVELS)]
+# The answer types accepted for each question type: Vercel's gateway calls Noul "boolean".
+ANSWER_TYPES = {"noul": ("noul", "boolean"), "choice": ("choice",), "score": ("score",)}
 
 
 class SystemOneAdapter(ModelAdapter):
@@ -71,9 +73,22 @@ class SystemOneAdapter(ModelAdapter):
 
 
 def _parse_answer(qid: str, answer: dict[str, Any]) -> Any:
+    """What the analysis needs from one answer, checked strictly; everything else is left alone.
+
+    Tolerated, because servers that speak this wire differ there (jev-wire-contract.md §3, §8 and
+    local-models.md): extra fields in an answer or the envelope (a Noul ``probabilities`` block, a
+    ``semif`` block, ``x_`` extensions and unprefixed ones, even a NaN in a field not read), a missing
+    ``usage`` or ``confidence``, a confidence out of range or computed another way, a Score legend that
+    is an object, a list, 1-based or absent, ``choice``/``score`` fields that disagree with the
+    probabilities, integer probabilities, answers nobody asked for, and a Noul answer typed ``boolean``
+    (the Vercel AI Gateway's name). Required: the answer's type, a Noul value in [0, 1], and Choice/Score
+    ``probabilities`` whose keys are exactly the options (byte for byte) or ``"0".."9"``, each in [0, 1],
+    summing to 1 within SUM_TOLERANCE.
+    """
     expected = "noul" if qid == NOUL else "score" if qid == SCORE else "choice"
-    if answer.get("type") != expected:
-        raise AnswerError(f"answer to {qid!r} has type {answer.get('type')!r}, expected {expected!r}: {quote(answer)}")
+    kind = answer.get("type")
+    if kind not in ANSWER_TYPES[expected]:
+        raise AnswerError(f"answer to {qid!r} has type {kind!r}, expected {expected!r}: {quote(answer)}")
     if qid == NOUL:
         return check_probability(answer.get("noul"), f"answer to {qid!r}: noul", answer)
     if qid == SCORE:

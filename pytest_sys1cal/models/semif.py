@@ -1,0 +1,293 @@
+"""SemIf-style readout: option probabilities from the answer-slot logprobs of an ordinary language model.
+
+Any OpenAI-compatible server that returns ``top_logprobs`` works: llama.cpp's ``llama-server`` (also the
+one embedded in xllamacpp), vLLM, SGLang and others. Each question becomes ONE request (four per
+repeat), built from the same `/v1/systemone` question the Jev adapters send (questions.py), following
+SemIf's ``direct-options-v1`` design (jev-wire-contract.md §9.1):
+
+- system: "Apply the supplied criterion to the supplied evidence. Choose exactly one listed option.
+  Respond with only its uppercase letter."
+- user: ``json.dumps({"evidence": state, "criterion": instructions, "options": [{"letter": "A",
+  "description": ...}, ...]})``, then one sentence naming the letters ("Answer with only the letter of
+  your choice (A or B).").
+- an assistant turn that starts the answer, ``Answer:`` (the *prefill*), which the server continues.
+
+The two additions to SemIf's prompt are what makes a 135M-parameter model answer with a letter: with
+SemIf's prompt alone SmolLM2-135M-Instruct starts with "The" and puts 2–5 % of the answer slot on the
+letters; the closing sentence raises that to 20–45 %, and the prefill to 65–85 % (measured on 16
+renderings). The prefill needs a server that continues a final assistant message: llama.cpp does by
+default; for vLLM the request also carries ``continue_final_message: true`` and
+``add_generation_prompt: false`` (which llama.cpp ignores, byte-identical logprobs). Set
+``SYS1CAL_SEMIF_PREFILL=`` (empty) for a server that cannot, which drops all three.
+
+Options are lettered A, B, … in the order asked (at most 16, A–P, as in SemIf): Noul is a two-option
+question (its ``true`` description first, then ``false``), Choice keeps its option order (so the
+swapped Choice is a different prompt), Score lists its 10 levels low to high. The request asks for one
+token at temperature 0, with ``logprobs``/``top_logprobs`` and ``cache_prompt: false``; nothing is
+decoded. From the first position's top-K alternatives, P(option) ∝ the sum of exp(logprob) over every
+spelling of its letter ("A", " A", "\\nA", … — any token that is the letter once surrounding
+whitespace is stripped), renormalised over the options. Letters missing from the top-K count as 0
+(with K = 20 vs 200 the probabilities moved by at most 0.0015 on SmolLM2).
+
+Each sample also carries ``coverage``: per question, the answer-slot probability mass on the option
+tokens (1 − coverage is the mass that fell outside them, on "The", digits, …). It is a diagnostic
+that the analysis ignores; low coverage means the readout rests on a small part of what the model
+would say. A response without logprobs, or whose top-K holds no option token at all, fails the item.
+
+Configuration (read when the adapter is built; no pytest options of its own):
+
+    --sys1cal-base-url URL        server origin; env SYS1CAL_SEMIF_BASE_URL; default http://127.0.0.1:8080
+    --sys1cal-model-version V     the ``model`` sent, and the cassette folder; default smollm2-135m-instruct-q4_1
+    SYS1CAL_SEMIF_MODE            ``chat`` (default; /v1/chat/completions, for instruct models with a chat
+                                  template) or ``completion`` (/v1/completions with a plain-text prompt, for
+                                  base models)
+    SYS1CAL_SEMIF_TOP_K           alternatives requested for the answer slot (``top_logprobs``; ``logprobs``
+                                  in completion mode); default 20, the OpenAI API's and vLLM's default maximum
+    SYS1CAL_SEMIF_PREFILL         the start of the answer the model continues; default ``Answer:``
+    SYS1CAL_SEMIF_API_KEY         sent as ``Authorization: Bearer`` when set (never recorded)
+
+The mode, K and the prompt are part of each recorded request, so cassettes replay only with the
+settings they were recorded with (a mismatch is a cassette miss naming the file).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import __version__
+from ..dataset import SCORE_LEVELS, Rendering
+from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
+from .base import AnswerError, ModelAdapter, WireRequest, WireResponse, check_probability, quote
+
+LETTERS = "ABCDEFGHIJKLMNOP"
+PROMPT_VERSION = "sys1cal-semif-direct-options-v1"
+SYSTEM = (
+    "Apply the supplied criterion to the supplied evidence. Choose exactly one listed option. "
+    "Respond with only its uppercase letter."
+)
+MODES = ("chat", "completion")
+DEFAULT_TOP_K = 20
+DEFAULT_PREFILL = "Answer:"
+# SemIf's wording when a Noul question describes only one side, or none.
+NOUL_DEFAULTS = {"true": "The answer to the question is yes.", "false": "The answer to the question is no."}
+# Characters around a letter that still make the token a spelling of it: whitespace, and the word-start
+# markers of SentencePiece (▁) and byte-level BPE (Ġ, Ċ) for servers that return raw token pieces.
+SPELLING_PADDING = " \t\r\n\u2581\u0120\u010a"
+# exp(logprob) summed over options may exceed 1 only by float noise.
+MASS_TOLERANCE = 1e-3
+SHOWN_ALTERNATIVES = 8
+
+
+class TooManyOptions(ValueError):
+    """A question with more options than there are answer letters."""
+
+
+def options_of(question: Mapping[str, Any]) -> list[Any]:
+    """The option descriptions of a `/v1/systemone` question, in the order they are lettered."""
+    kind = question.get("type")
+    criteria = question.get("criteria")
+    if kind == "noul":
+        sides = criteria if isinstance(criteria, Mapping) else {}
+        options = [sides.get(side) or NOUL_DEFAULTS[side] for side in ("true", "false")]
+    elif kind == "choice" and isinstance(criteria, Mapping):
+        # SemIf replaces a null description by the option's label.
+        options = [label if description is None else description for label, description in criteria.items()]
+    elif kind == "score" and isinstance(criteria, list):
+        options = list(criteria)
+    else:
+        raise ValueError(
+            f"no SemIf readout for this question (type {kind!r}); expected noul, or choice/score with criteria"
+        )
+    if len(options) > len(LETTERS):
+        raise TooManyOptions(
+            f"a {kind} question with {len(options)} options cannot be lettered: the SemIf readout supports at "
+            f"most {len(LETTERS)} options (answer letters {LETTERS[0]}–{LETTERS[-1]})"
+        )
+    if len(options) < 2:
+        raise ValueError(f"a {kind} question needs at least 2 options, got {len(options)}")
+    # Descriptions may be structured (objects, arrays): they go into the JSON prompt as they are.
+    return options
+
+
+def letters_hint(count: int) -> str:
+    letters = list(LETTERS[:count])
+    return " or ".join(letters) if count == 2 else f"{', '.join(letters[:-1])} or {letters[-1]}"
+
+
+def user_prompt(state: Any, question: Mapping[str, Any]) -> tuple[str, int]:
+    """The user message (SemIf's JSON, then the closing sentence) and the number of options."""
+    options = options_of(question)
+    payload = json.dumps(
+        {
+            "evidence": state,
+            "criterion": question.get("instructions"),
+            "options": [{"letter": LETTERS[i], "description": d} for i, d in enumerate(options)],
+        },
+        ensure_ascii=False,
+    )
+    return f"{payload}\n\nAnswer with only the letter of your choice ({letters_hint(len(options))}).", len(options)
+
+
+# ---------------------------------------------------------------------------------------- readout
+
+
+def answer_slot(body: Any) -> list[tuple[str, float]]:
+    """(token, logprob) alternatives of the first generated position, in either shape servers use:
+    ``choices[0].logprobs.content[0].top_logprobs`` (chat completions; llama.cpp also for completions)
+    or ``choices[0].logprobs.top_logprobs[0]`` as a token → logprob object (OpenAI legacy completions,
+    vLLM). AnswerError when there are none."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    logprobs = first.get("logprobs") if first else None
+    alternatives: list[tuple[Any, Any]] | None = None
+    if isinstance(logprobs, dict):
+        content = logprobs.get("content")
+        legacy = logprobs.get("top_logprobs")
+        if isinstance(content, list) and content and isinstance(content[0], dict):
+            top = content[0].get("top_logprobs")
+            if isinstance(top, list):
+                alternatives = [(entry.get("token"), entry.get("logprob")) for entry in top if isinstance(entry, dict)]
+        elif isinstance(legacy, list) and legacy and isinstance(legacy[0], dict):
+            alternatives = list(legacy[0].items())
+    if not alternatives:
+        raise AnswerError(
+            "the server returned no logprobs for the answer slot; the SemIf readout needs an "
+            "OpenAI-compatible server that returns top_logprobs (llama.cpp's llama-server, vLLM, ...); "
+            f"response: {quote(body)}"
+        )
+    slot: list[tuple[str, float]] = []
+    for token, logprob in alternatives:
+        if not isinstance(token, str):
+            raise AnswerError(f"an answer-slot alternative has no token text: {quote(alternatives)}")
+        if isinstance(logprob, bool) or not isinstance(logprob, (int, float)) or math.isnan(logprob) or logprob > 1e-6:
+            raise AnswerError(
+                f"answer-slot logprob of {token!r} is {quote(logprob)}, not a log-probability: {quote(body)}"
+            )
+        slot.append((token, float(logprob)))
+    return slot
+
+
+def letter_of(token: str, count: int) -> int | None:
+    """The option index a token spells (its letter, surrounded by nothing but whitespace), or None."""
+    stripped = token.strip(SPELLING_PADDING)
+    index = LETTERS.find(stripped) if len(stripped) == 1 else -1
+    return index if 0 <= index < count else None
+
+
+def read_options(body: Any, count: int) -> tuple[list[float], float]:
+    """(P(option) renormalised over the `count` options, coverage) from one response body."""
+    slot = answer_slot(body)
+    mass = [0.0] * count
+    for token, logprob in slot:
+        index = letter_of(token, count)
+        if index is not None:
+            mass[index] += math.exp(logprob)
+    coverage = math.fsum(mass)
+    if coverage <= 0.0:
+        shown = ", ".join(f"{token!r} {logprob:.2f}" for token, logprob in slot[:SHOWN_ALTERNATIVES])
+        raise AnswerError(
+            f"the answer-slot logprobs hold no option token ({letters_hint(count)}, with or without a leading "
+            f"space) among the top {len(slot)}: {shown}{', …' if len(slot) > SHOWN_ALTERNATIVES else ''}; "
+            f"the model did not answer with a letter (raise SYS1CAL_SEMIF_TOP_K, or check the prompt mode)"
+        )
+    if coverage > 1.0 + MASS_TOLERANCE:
+        raise AnswerError(f"the option tokens' probabilities sum to {coverage:.4f} > 1; response: {quote(body)}")
+    return [m / coverage for m in mass], min(coverage, 1.0)
+
+
+# ---------------------------------------------------------------------------------------- adapter
+
+
+class SemIfAdapter(ModelAdapter):
+    """SemIf's readout over an OpenAI-compatible server; see the module docstring for its settings."""
+
+    name = "semif"
+    default_version = "smollm2-135m-instruct-q4_1"
+    default_base_url = "http://127.0.0.1:8080"
+    base_url_env = "SYS1CAL_SEMIF_BASE_URL"
+    key_env = "SYS1CAL_SEMIF_API_KEY"
+
+    def __init__(self, version: str | None, base_url: str | None, environ: Mapping[str, str]):
+        super().__init__(version=version, base_url=base_url, environ=environ)
+        self.mode = environ.get("SYS1CAL_SEMIF_MODE", "chat").strip() or "chat"
+        if self.mode not in MODES:
+            raise ValueError(f"SYS1CAL_SEMIF_MODE={self.mode!r}: choose one of {', '.join(MODES)}")
+        text = environ.get("SYS1CAL_SEMIF_TOP_K", "").strip()
+        try:
+            self.top_k = int(text) if text else DEFAULT_TOP_K
+        except ValueError:
+            raise ValueError(f"SYS1CAL_SEMIF_TOP_K={text!r} is not a whole number") from None
+        if self.top_k < 1:
+            raise ValueError(f"SYS1CAL_SEMIF_TOP_K={self.top_k} must be at least 1")
+        self.prefill = environ.get("SYS1CAL_SEMIF_PREFILL", DEFAULT_PREFILL)
+
+    def settings(self) -> dict[str, Any]:
+        """What shapes the requests, for manifests and notes."""
+        return {"mode": self.mode, "top_k": self.top_k, "prefill": self.prefill, "prompt": PROMPT_VERSION}
+
+    def body(self, state: Any, question: Mapping[str, Any]) -> dict[str, Any]:
+        """The request body that asks one question."""
+        user, _ = user_prompt(state, question)
+        common = {"model": self.version, "max_tokens": 1, "temperature": 0, "cache_prompt": False}
+        if self.mode == "completion":
+            prompt = f"{SYSTEM}\n\n{user}\n\n{self.prefill}"
+            return {**common, "prompt": prompt, "logprobs": self.top_k}
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+        body = {**common, "messages": messages, "logprobs": True, "top_logprobs": self.top_k}
+        if self.prefill:
+            messages.append({"role": "assistant", "content": self.prefill})
+            body.update(continue_final_message=True, add_generation_prompt=False)
+        return body
+
+    def requests(self, rendering: Rendering, question_ids: Sequence[str]) -> list[WireRequest]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"pytest-sys1cal/{__version__}",
+        }
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        route = "/v1/completions" if self.mode == "completion" else "/v1/chat/completions"
+        questions = build_questions(rendering, tuple(question_ids))
+        return [
+            WireRequest("POST", f"{self.base_url}{route}", self.body(rendering.state, questions[qid]), headers)
+            for qid in question_ids
+        ]
+
+    def parse(self, question_ids: Sequence[str], responses: Sequence[WireResponse]) -> dict[str, Any]:
+        if len(responses) != len(question_ids):
+            raise AnswerError(f"{len(responses)} responses to {len(question_ids)} questions")
+        sample: dict[str, Any] = {}
+        coverage: dict[str, float] = {}
+        for qid, response in zip(question_ids, responses, strict=True):
+            try:
+                body = response.json()
+            except ValueError:
+                text = response.content.decode("utf-8", "replace")
+                raise AnswerError(f"the response to {qid!r} is not JSON: {quote(text)}") from None
+            count = SCORE_LEVELS if qid == SCORE else 2
+            try:
+                probabilities, coverage[qid] = read_options(body, count)
+            except AnswerError as exc:
+                raise AnswerError(f"answer to {qid!r}: {exc}") from None
+            if qid == SCORE:
+                sample[qid] = probabilities
+            elif qid == NOUL:
+                sample[qid] = check_probability(probabilities[0], f"answer to {qid!r}: P(true)", body)
+            elif qid in CHOICE_OPTIONS:
+                p_true = probabilities[CHOICE_OPTIONS[qid].index("True")]
+                sample[qid] = check_probability(p_true, f"answer to {qid!r}: P(True)", body)
+            else:
+                raise ValueError(f"unknown question id {qid!r}")
+        sample["coverage"] = coverage
+        return sample
+
+    def reported_model(self, responses: Sequence[WireResponse]) -> str | None:
+        try:
+            model = responses[0].json().get("model")
+        except (ValueError, AttributeError, IndexError):
+            return None
+        return model if isinstance(model, str) and model else None
