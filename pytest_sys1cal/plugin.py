@@ -81,6 +81,7 @@ class ActiveRun:
             from .recorder import begin
 
             begin(self.run, session.items)
+            self.run.warm_up()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

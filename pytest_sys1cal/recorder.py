@@ -38,7 +38,6 @@ import concurrent.futures
 import contextlib
 import datetime as _dt
 import email.utils
-import importlib
 import json
 import math
 import random
@@ -805,7 +804,6 @@ def begin(run: Sys1CalRun, items: Sequence[pytest.Item]) -> None:
     run.start_recording()
     _sweep_leftovers(run)
     recording.ensure_engine().submit(plan.renderings)
-    _warm_up()
 
 
 def _sweep_leftovers(run: Sys1CalRun) -> None:
@@ -815,12 +813,6 @@ def _sweep_leftovers(run: Sys1CalRun) -> None:
         with contextlib.suppress(OSError):
             leftover.unlink()
 
-
-def _warm_up() -> None:
-    """Load the analysis stack (numpy, scipy) now, while the engine waits on the network, rather than
-    after the last answer; a failure here is left for the analysis itself to report."""
-    with contextlib.suppress(Exception):
-        importlib.import_module(f"{__package__}.analysis")
 
 
 def begin_distributed(run: Sys1CalRun, ids: Sequence[str], workers: int) -> None:

@@ -6,7 +6,9 @@ Heavy imports (httpx, vcrpy, numpy, scipy) happen here, and only once ``--sys1ca
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -289,6 +291,13 @@ class Sys1CalRun:
             self.manifest["repeats"] = self.repeats
         self.store.write_manifest(self.manifest)
 
+    def warm_up(self) -> None:
+        """Import the analysis stack (numpy) on a background thread while the items run: the import waits
+        on the disk for much of its time, and the analysis needs it only at the end."""
+        import threading
+
+        threading.Thread(target=_import_analysis, daemon=True).start()
+
     def add_result(self, row: dict[str, Any]) -> None:
         self.results.append(row)
 
@@ -303,7 +312,7 @@ class Sys1CalRun:
             from .report.json_report import build_report, write_report
 
             options = self.thresholds.analysis_options() if self.thresholds else {}
-            analysis = analyze(self.results, seed=self.seed, **options)
+            analysis = analyze(self.results, seed=self.seed, bootstrap=resolve(self.config, "--sys1cal-bootstrap"), **options)
             self.report = build_report(
                 model=self.model_info(),
                 dataset={
@@ -380,6 +389,12 @@ class Sys1CalRun:
             "source": self.source,
             "server_model": (self.manifest or {}).get("server_model"),
         }
+
+
+def _import_analysis() -> None:
+    # A failure here is left for the analysis itself to report, from the main thread.
+    with contextlib.suppress(Exception):
+        importlib.import_module(f"{__package__}.analysis")
 
 
 def _usage(function: Any, *args: Any, **kwargs: Any) -> Any:
