@@ -72,6 +72,7 @@ BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 30.0
 BACKOFF_JITTER = 0.25  # a random fraction up to this is taken off each backoff delay
 MAX_ATTEMPTS = 10
+NEVER_UP_ATTEMPTS = 3  # connection refused this often, with no answer yet in this run: the server is down
 PROGRESS_EVERY = 10.0  # seconds between progress lines
 WAIT_SLICE = 0.25  # seconds an item waits between progress checks
 
@@ -646,7 +647,11 @@ class Recorder:
                 if wire.status in SLOW_DOWN_STATUSES:
                     self._pacer.hold(retry_after if retry_after is not None else self.settings.backoff_initial)
             delay = retry_after if retry_after is not None else backoff(attempt, self.settings, self._rng)
-            if attempt >= self.settings.max_attempts or time.monotonic() + delay > started + self.settings.retry_budget:
+            # A server that refuses every connection before answering anything is not up: say so after a few
+            # quick tries instead of spending the whole retry budget.
+            never_up = isinstance(failure, httpx.ConnectError) and self.stats.sent_ok == 0 and attempt >= NEVER_UP_ATTEMPTS
+            over_budget = time.monotonic() + delay > started + self.settings.retry_budget
+            if never_up or attempt >= self.settings.max_attempts or over_budget:
                 raise self._gave_up(request, failure, attempt, time.monotonic() - started)
             self.stats.retries += 1
             await asyncio.sleep(delay)

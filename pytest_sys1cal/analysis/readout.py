@@ -18,7 +18,7 @@ CLIP = 1e-12
 
 def readout(p: np.ndarray, p_star: np.ndarray) -> dict[str, Any]:
     """offset = (m₊ + m₋)/2 and sep = (m₊ − m₋)/2 of the mean logit margins m± on gold-True/-False items.
-    |offset| > sep puts both class means on one side of 0, so argmax collapses one class's recall."""
+    |offset| > |sep| puts both class means on one side of 0, so argmax collapses one class's recall."""
     positive = p_star >= 0.5
     predicted = p >= 0.5
     n_true, n_false = int(positive.sum()), int((~positive).sum())
@@ -45,7 +45,7 @@ def readout(p: np.ndarray, p_star: np.ndarray) -> dict[str, Any]:
         auc=roc_auc(p, positive),
         offset=offset,
         sep=sep,
-        collapsed=bool(abs(offset) > sep),
+        collapsed=bool(abs(offset) > abs(sep)),  # m₊·m₋ > 0: both class means on one side of 0
     )
     return out
 

@@ -235,7 +235,7 @@ def option_swap_table(result: Mapping[str, Any]) -> Table:
         ["recall True, recall False", f"{fmt(swap['recall_true'])}, {fmt(swap['recall_false'])}"],
         ["balanced accuracy, ROC AUC", f"{fmt(swap['balanced_accuracy'])}, {fmt(swap['auc'])}"],
         ["logit offset, sep (nats)", f"{fmt(swap['offset'], 2)}, {fmt(swap['sep'], 2)}"],
-        ["one class collapsed (|offset| > sep)", collapsed],
+        ["one class collapsed (|offset| > |sep|)", collapsed],
     ]
     return Table(
         title=title,

@@ -98,3 +98,15 @@ def test_auc_equals_pairwise_count():
     pos, neg = scores[positive], scores[~positive]
     wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
     assert roc_auc(scores, positive) == pytest.approx(wins / (pos.size * neg.size))
+
+
+def test_collapse_needs_both_class_means_on_one_side():
+    """With the classes reversed (sep < 0) but the means on opposite sides of 0, nothing collapses: the
+    condition is m₊·m₋ > 0, i.e. |offset| > |sep|, whatever the sign of sep."""
+    from pytest_sys1cal.analysis.readout import readout
+
+    p = np.array([0.3, 0.35, 0.7, 0.65])  # gold-True items answered below 0.5, gold-False above
+    p_star = np.array([0.8, 0.8, 0.2, 0.2])
+    out = readout(p, p_star)
+    assert out["sep"] < 0 and abs(out["offset"]) < abs(out["sep"])
+    assert out["collapsed"] is False
