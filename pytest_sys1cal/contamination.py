@@ -69,17 +69,15 @@ import numpy as np
 from .analysis.compare import COLUMNS, LABELS, PRIMITIVES, holm
 from .analysis.stats import Clusters, percentile_interval
 from .generate.exact import band_of
+from .report.json_report import ReportError, read_report, validate_report
 
 __all__ = [
     "PUBLIC_LEAKS",
     "ContaminationError",
-    "ReportError",
     "add_arguments",
     "check_contamination",
     "format_check",
-    "read_report",
     "run",
-    "validate_report",
 ]
 
 RESAMPLES = 2000
@@ -98,44 +96,11 @@ SUSPICIOUS = "suspicious"
 NOT_SUSPICIOUS = "not suspicious"
 
 
-class ReportError(ValueError):
-    """A file that is not a readable sys1cal JSON report; the message names the file."""
-
-
 class ContaminationError(ValueError):
     """The two reports cannot be compared for contamination (same dataset, other model, other design)."""
 
 
 # ---------------------------------------------------------------------------------------------- input
-
-
-def read_report(path: str | Path) -> dict[str, Any]:
-    """Read and minimally validate a JSON report written by ``--sys1cal-report``. Raises ReportError."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"{path}: not a JSON file ({exc})") from None
-    validate_report(data, str(path))
-    return data
-
-
-def validate_report(data: Any, where: str = "the report") -> None:
-    """Raise ReportError unless `data` is a sys1cal report whose items carry what these commands read."""
-    from .report.json_report import SCHEMA
-
-    found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
-    if found != SCHEMA:
-        raise ReportError(
-            f"{where}: not a sys1cal report (schema {found!r}, expected {SCHEMA!r}; write one with --sys1cal-report)"
-        )
-    items = data.get("items")
-    if not isinstance(items, list) or not items:
-        raise ReportError(f"{where}: the report has no items[] (no rendering was measured)")
-    for key in ("instance_id", "latent_instance_id", "family", "representation", "p_star"):
-        if any(not isinstance(item, Mapping) or item.get(key) is None for item in items):
-            raise ReportError(f"{where}: an item lacks {key!r}; was it written by an older pytest-sys1cal?")
 
 
 def _describe(report: Mapping[str, Any]) -> str:

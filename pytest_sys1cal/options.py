@@ -12,46 +12,10 @@ from typing import Any
 
 import pytest
 
+from .argtypes import non_negative_float, non_negative_int, positive_float, positive_int
 from .dataset import BUNDLED
 
 RECORD_MODES = ("none", "once", "new_episodes", "all")  # the same tuple as cassettes.RECORD_MODES
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not a positive whole number")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number ≥ 0")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = non_negative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
-    return value
 
 
 @dataclass(frozen=True)
@@ -73,26 +37,94 @@ class Option:
 
 
 OPTIONS = [
-    Option("--sys1cal-model", "model adapter: jev, systemone, semif, or one registered by a plugin", "jev", metavar="NAME"),
-    Option("--sys1cal-model-version", "model id sent and pinned; names the cassette folder (default: the adapter's pin, jev-1.13.0 for jev)", metavar="V"),
-    Option("--sys1cal-base-url", "server origin without /v1 (default: the adapter's; TYPESAFE_BASE_URL for jev)", metavar="URL"),
-    Option("--sys1cal-record-mode", "none = replay only, network blocked; once = record renderings without a cassette; new_episodes = also record requests a cassette lacks; all = re-record everything", "none", choices=RECORD_MODES),
-    Option("--sys1cal-repeats", "samples per rendering (default: the cassette manifest's when replaying, 10 when recording)", type=positive_int, metavar="N"),
-    Option("--sys1cal-dataset", "a Sys1Cal JSONL file or a bundled dataset name", "sys1cal-v1", metavar="PATH", path=True),
-    Option("--sys1cal-cassettes", "cassette root (default: cassettes under the rootdir)", "cassettes", metavar="DIR", path=True),
-    Option("--sys1cal-thresholds", "gate file (default: thresholds.yaml under the rootdir, if present)", metavar="PATH", path=True),
+    Option(
+        "--sys1cal-model", "model adapter: jev, systemone, semif, or one registered by a plugin", "jev", metavar="NAME"
+    ),
+    Option(
+        "--sys1cal-model-version",
+        "model id sent and pinned; names the cassette folder (default: the adapter's pin, jev-1.13.0 for jev)",
+        metavar="V",
+    ),
+    Option(
+        "--sys1cal-base-url",
+        "server origin without /v1 (default: the adapter's; TYPESAFE_BASE_URL for jev)",
+        metavar="URL",
+    ),
+    Option(
+        "--sys1cal-record-mode",
+        "none = replay only, network blocked; once = record renderings without a cassette; new_episodes = also record requests a cassette lacks; all = re-record everything",
+        "none",
+        choices=RECORD_MODES,
+    ),
+    Option(
+        "--sys1cal-repeats",
+        "samples per rendering (default: the cassette manifest's when replaying, 10 when recording)",
+        type=positive_int,
+        metavar="N",
+    ),
+    Option(
+        "--sys1cal-dataset", "a Sys1Cal JSONL file or a bundled dataset name", "sys1cal-v1", metavar="PATH", path=True
+    ),
+    Option(
+        "--sys1cal-cassettes",
+        "cassette root (default: cassettes under the rootdir)",
+        "cassettes",
+        metavar="DIR",
+        path=True,
+    ),
+    Option(
+        "--sys1cal-thresholds",
+        "gate file (default: thresholds.yaml under the rootdir, if present)",
+        metavar="PATH",
+        path=True,
+    ),
     Option("--sys1cal-report", "write the JSON report here", ini=False, metavar="PATH", path=True),
-    Option("--sys1cal-baseline", "an earlier JSON report to compare against (upgrade gate)", ini=False, metavar="PATH", path=True),
+    Option(
+        "--sys1cal-baseline",
+        "an earlier JSON report to compare against (upgrade gate)",
+        ini=False,
+        metavar="PATH",
+        path=True,
+    ),
     Option("--sys1cal-seed", "seed of every resampling procedure", 0, type=non_negative_int, metavar="N"),
     # 500 is the statistics notes' figure for CI runs (2,000 for a report); the intervals it gives are
     # informational (gates use the λ test, not them), and the refit per resample is the analysis's main cost.
-    Option("--sys1cal-bootstrap", "latent-problem resamples for the U_max and λ intervals of Table 2; 0 skips them", 500, type=non_negative_int, metavar="N"),
+    Option(
+        "--sys1cal-bootstrap",
+        "latent-problem resamples for the U_max and λ intervals of Table 2; 0 skips them",
+        500,
+        type=non_negative_int,
+        metavar="N",
+    ),
     # Recording (ignored when replaying, record mode none).
     Option("--sys1cal-concurrency", "recording: requests in flight at once", 8, type=positive_int, metavar="N"),
-    Option("--sys1cal-rate", "recording: at most N requests per minute, evenly spaced; 0 = no limit (Jev allows 1,200)", 1000, type=non_negative_int, metavar="N"),
-    Option("--sys1cal-max-cost", "recording: refuse to start when the estimated cost of the requests exceeds DOLLARS, and stop before the server-reported spend would exceed it", type=non_negative_float, metavar="DOLLARS"),
-    Option("--sys1cal-timeout", "recording: seconds to wait for each HTTP operation (connect, send, read)", 60.0, type=positive_float, metavar="SECONDS"),
-    Option("--sys1cal-retry-budget", "recording: seconds one request may spend being retried (408, 429, 5xx, timeouts, connection errors); 0 = no retries", 120.0, type=non_negative_float, metavar="SECONDS"),
+    Option(
+        "--sys1cal-rate",
+        "recording: at most N requests per minute, evenly spaced; 0 = no limit (Jev allows 1,200)",
+        1000,
+        type=non_negative_int,
+        metavar="N",
+    ),
+    Option(
+        "--sys1cal-max-cost",
+        "recording: refuse to start when the estimated cost of the requests exceeds DOLLARS, and stop before the server-reported spend would exceed it",
+        type=non_negative_float,
+        metavar="DOLLARS",
+    ),
+    Option(
+        "--sys1cal-timeout",
+        "recording: seconds to wait for each HTTP operation (connect, send, read)",
+        60.0,
+        type=positive_float,
+        metavar="SECONDS",
+    ),
+    Option(
+        "--sys1cal-retry-budget",
+        "recording: seconds one request may spend being retried (408, 429, 5xx, timeouts, connection errors); 0 = no retries",
+        120.0,
+        type=non_negative_float,
+        metavar="SECONDS",
+    ),
 ]
 
 
@@ -101,9 +133,16 @@ GROUP = ("sys1cal", "Sys1Cal calibration benchmark")
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup(*GROUP)
-    group.addoption("--sys1cal", action="store_true", default=False, help="run the Sys1Cal benchmark: one test item per rendering")
+    group.addoption(
+        "--sys1cal", action="store_true", default=False, help="run the Sys1Cal benchmark: one test item per rendering"
+    )
     for option in OPTIONS:
-        kwargs: dict[str, Any] = {"dest": option.dest, "default": None, "help": _help(option), "metavar": option.metavar}
+        kwargs: dict[str, Any] = {
+            "dest": option.dest,
+            "default": None,
+            "help": _help(option),
+            "metavar": option.metavar,
+        }
         if option.choices:
             kwargs["choices"] = option.choices
         elif option.type is not str:

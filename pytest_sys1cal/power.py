@@ -63,7 +63,8 @@ import numpy as np
 from .analysis.compare import COLUMNS, LABELS, PRIMITIVES
 from .analysis.stats import Clusters
 from .analysis.student_t import t_ppf
-from .contamination import ReportError, read_report, validate_report
+from .argtypes import open_probability
+from .report.json_report import ReportError, read_report, validate_report
 
 __all__ = [
     "Estimates",
@@ -630,21 +631,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 # ---------------------------------------------------------------------------------------------- command
 
 
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {value}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("report", metavar="REPORT.json", help="a JSON report written by --sys1cal-report")
-    parser.add_argument("--drop", type=_probability, required=True, help="the drop in mean OVL to detect, e.g. 0.02")
-    parser.add_argument("--alpha", type=_probability, default=0.05, help="one-sided level (default 0.05)")
-    parser.add_argument("--power", type=_probability, default=0.8, help="power (default 0.8)")
+    parser.add_argument("--drop", type=open_probability, required=True, help="the drop in mean OVL to detect, e.g. 0.02")
+    parser.add_argument("--alpha", type=open_probability, default=0.05, help="one-sided level (default 0.05)")
+    parser.add_argument("--power", type=open_probability, default=0.8, help="power (default 0.8)")
     parser.add_argument(
         "--primitive", choices=PRIMITIVES, default="choice", help="which primitive's mean OVL (default choice)"
     )

@@ -56,7 +56,6 @@ model/version combination must be consistent (e.g. δ₀ ≤ δ), so a mistake a
 from __future__ import annotations
 
 import difflib
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -765,13 +764,12 @@ def _pair(observed: float, limit: float) -> tuple[str, str]:
 
 def load_baseline(path: str | Path) -> dict[str, Any]:
     """Read a JSON report written by --sys1cal-report. Raises BaselineError naming the file."""
+    from .report.json_report import ReportError, read_report
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BaselineError(f"{path}: cannot read the baseline report: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BaselineError(f"{path}: the baseline is not a JSON report ({exc})") from None
-    return data
+        return read_report(path)
+    except ReportError as exc:
+        raise BaselineError(f"baseline {exc}") from None
 
 
 def evaluate_regression(

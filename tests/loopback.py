@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import socket
 import threading
 import time
 from collections.abc import Iterable
@@ -68,8 +69,7 @@ class LoopbackServer:
         self._calls: dict[tuple[str, str], int] = {}
         self._gate = threading.Semaphore(self.behaviour.max_in_flight) if self.behaviour.max_in_flight else None
         handler = type("Handler", (_Handler,), {"owner": self})
-        self.server = _Server(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
+        self.server = Server(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @classmethod
@@ -143,24 +143,30 @@ class LoopbackServer:
         }
 
 
-class _Server(ThreadingHTTPServer):
+class Server(ThreadingHTTPServer):
+    """A threaded server on 127.0.0.1 for the tests' handlers."""
+
+    daemon_threads = True
     # The default listen backlog of 5 resets connections when a client opens 16 at once.
     request_queue_size = 128
 
 
-class _Handler(BaseHTTPRequestHandler):
-    owner: LoopbackServer
-    protocol_version = "HTTP/1.1"  # keep-alive, like a real API
+class Handler(BaseHTTPRequestHandler):
+    """Keep-alive like a real API, no Nagle delay, no log lines."""
+
+    protocol_version = "HTTP/1.1"
 
     def setup(self) -> None:
         super().setup()
         # Without TCP_NODELAY, Nagle plus delayed ACKs add ~40 ms to every kept-alive response.
-        import socket
-
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, fmt: str, *args: Any) -> None:
         pass
+
+
+class _Handler(Handler):
+    owner: LoopbackServer
 
     def do_POST(self) -> None:  # noqa: N802
         owner = self.owner

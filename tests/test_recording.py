@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ from pytest_sys1cal.dataset import Rendering, load_dataset
 from pytest_sys1cal.recorder import Settings, backoff, retry_after_seconds
 
 sys.path.insert(0, str(Path(__file__).parent))
-from loopback import Behaviour, LoopbackServer  # noqa: E402
+from loopback import Behaviour, Handler, LoopbackServer, Server  # noqa: E402
 
 RENDERINGS = load_dataset("sys1cal-v1").renderings
 QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
@@ -91,9 +90,7 @@ class FaultServer:
         self.arrivals: list[float] = []
         self.lock = threading.Lock()
         handler = type("Handler", (_FaultHandler,), {"owner": self})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
-        self.server.socket.listen(128)  # socketserver's backlog of 5 resets bursts of new connections
+        self.server = Server(("127.0.0.1", 0), handler)
         self.server.handle_error = lambda request, address: None  # clients that timed out and left
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -110,16 +107,8 @@ class FaultServer:
         self.server.server_close()
 
 
-class _FaultHandler(BaseHTTPRequestHandler):
+class _FaultHandler(Handler):
     owner: FaultServer
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, fmt: str, *args: Any) -> None:
-        pass
 
     def do_POST(self) -> None:  # noqa: N802
         owner = self.owner

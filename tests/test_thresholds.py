@@ -587,7 +587,10 @@ def test_baseline_not_a_report(tmp_path: Path, jev_report: dict[str, Any]) -> No
         evaluate_regression(None, jev_report, {"items": []}, 0, baseline_name="base.json")
     bad = tmp_path / "base.json"
     bad.write_text("{not json", encoding="utf-8")
-    with pytest.raises(BaselineError, match=r"base\.json: the baseline is not a JSON report"):
+    with pytest.raises(BaselineError, match=r"^baseline .*base\.json: not a JSON file"):
+        load_baseline(bad)
+    bad.write_text('{"schema": "something-else"}', encoding="utf-8")
+    with pytest.raises(BaselineError, match=r"^baseline .*base\.json: not a sys1cal report \(schema 'something-else'"):
         load_baseline(bad)
 
 

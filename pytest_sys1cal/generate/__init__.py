@@ -76,6 +76,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..argtypes import positive_int
 from .exact import Band
 from .families import FAMILIES, Family
 from .records import GENERATOR_VERSION, build_records, draw_presentation, render_states, shows_answer
@@ -166,19 +167,11 @@ def write_dataset(path: str | os.PathLike[str], seed: int, problems: int) -> Wri
     return Written(path=target, renderings=renderings, latent_problems=len(latents), sha256=digest.hexdigest())
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, required=True, help="dataset seed; the same seed gives the same bytes")
-    parser.add_argument("--problems", type=_positive_int, required=True, help="latent problems, split over 6 families")
+    parser.add_argument("--problems", type=positive_int, required=True, help="latent problems, split over 6 families")
     parser.add_argument("--out", type=Path, required=True, metavar="FILE.jsonl", help="where to write the dataset")
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .. import __version__
 from ..dataset import Rendering
 
 # Servers round probabilities (Jev and OpenRouter to 2 decimals), so a distribution may miss 1 by a few
@@ -95,6 +96,17 @@ class ModelAdapter(ABC):
     def secrets(self) -> list[str]:
         """Values that must never reach a cassette, report or log."""
         return [self.api_key] if self.api_key else []
+
+    def json_headers(self) -> dict[str, str]:
+        """Headers of a JSON request, with the bearer key when there is one (scrubbed before recording)."""
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"pytest-sys1cal/{__version__}",
+        }
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
 
     @abstractmethod
     def requests(self, rendering: Rendering, question_ids: Sequence[str]) -> list[WireRequest]:

@@ -57,7 +57,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import __version__
 from ..dataset import SCORE_LEVELS, Rendering
 from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
 from .base import AnswerError, ModelAdapter, WireRequest, WireResponse, check_probability, quote
@@ -243,13 +242,7 @@ class SemIfAdapter(ModelAdapter):
         return body
 
     def requests(self, rendering: Rendering, question_ids: Sequence[str]) -> list[WireRequest]:
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": f"pytest-sys1cal/{__version__}",
-        }
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+        headers = self.json_headers()
         route = "/v1/completions" if self.mode == "completion" else "/v1/chat/completions"
         questions = build_questions(rendering, tuple(question_ids))
         return [

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import __version__
 from ..dataset import SCORE_LEVELS, Rendering
 from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
 from .base import (
@@ -37,13 +36,7 @@ class SystemOneAdapter(ModelAdapter):
     key_env = "SYS1CAL_API_KEY"
 
     def requests(self, rendering: Rendering, question_ids: Sequence[str]) -> list[WireRequest]:
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": f"pytest-sys1cal/{__version__}",
-        }
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+        headers = self.json_headers()
         body = {"model": self.version, "state": rendering.state, "questions": build_questions(rendering, tuple(question_ids))}
         return [WireRequest("POST", f"{self.base_url}/v1/systemone", body, headers)]
 

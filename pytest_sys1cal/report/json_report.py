@@ -1,4 +1,5 @@
-"""The JSON report (``--sys1cal-report``): the run's numbers under the stable keys of SPEC.md.
+"""The JSON report (``--sys1cal-report``): the run's numbers under the stable keys of SPEC.md; writing it, and
+reading one back (baselines, contamination and power checks).
 
 No timestamps or timings: the same cassettes and seed give a byte-identical file.
 """
@@ -37,9 +38,40 @@ def build_report(
     }
 
 
+class ReportError(ValueError):
+    """A file that is not a readable sys1cal JSON report; the message names the file."""
+
+
 def dumps(report: Mapping[str, Any]) -> str:
     return json.dumps(report, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
 
 
 def write_report(path: Path, report: Mapping[str, Any]) -> None:
     write_atomic(path, dumps(report))
+
+
+def read_report(path: str | Path) -> dict[str, Any]:
+    """Read and minimally validate a JSON report written by ``--sys1cal-report``. Raises ReportError."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: not a JSON file ({exc})") from None
+    validate_report(data, str(path))
+    return data
+
+
+def validate_report(data: Any, where: str = "the report") -> None:
+    """Raise ReportError unless `data` is a sys1cal report whose items carry what these commands read."""
+    found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
+    if found != SCHEMA:
+        raise ReportError(
+            f"{where}: not a sys1cal report (schema {found!r}, expected {SCHEMA!r}; write one with --sys1cal-report)"
+        )
+    items = data.get("items")
+    if not isinstance(items, list) or not items:
+        raise ReportError(f"{where}: the report has no items[] (no rendering was measured)")
+    for key in ("instance_id", "latent_instance_id", "family", "representation", "p_star"):
+        if any(not isinstance(item, Mapping) or item.get(key) is None for item in items):
+            raise ReportError(f"{where}: an item lacks {key!r}; was it written by an older pytest-sys1cal?")
