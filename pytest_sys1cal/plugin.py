@@ -55,6 +55,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.addinivalue_line("markers", MARKER)
     run = Sys1CalRun(config)
+    if not hasattr(config, "workerinput"):
+        run.warm_up()  # the controller analyses at the end; start loading numpy now, off the main thread
     config.stash[RUN_KEY] = run
     config.pluginmanager.register(ActiveRun(run, controller=not hasattr(config, "workerinput")), "sys1cal-run")
 
@@ -81,7 +83,6 @@ class ActiveRun:
             from .recorder import begin
 
             begin(self.run, session.items)
-            self.run.warm_up()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
