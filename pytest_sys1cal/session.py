@@ -145,7 +145,8 @@ class Sys1CalRun:
             f"sys1cal: model {self.model_name} {self.adapter.version} ({cassettes}); dataset {self.dataset.name} "
             f"sha256 {self.dataset.sha256[:12]}… ({len(self.dataset.renderings)} renderings, "
             f"{self.dataset.latent_problems} latent problems); record mode {self.record_mode}; "
-            f"cassettes {self.store.folder}; seed {self.seed}"
+            f"cassettes {self.store.folder}; seed {self.seed}; "
+            f"thresholds {self.thresholds.describe() if self.thresholds else 'none (no thresholds.yaml)'}"
         )
 
     def record_command(self, rendering: Rendering, mode: str = "once") -> str:
