@@ -29,7 +29,9 @@ def test_trivial(i):
 
 def timed(args: list[str], cwd: Path) -> float:
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=cwd, capture_output=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=cwd, capture_output=True
+    )
     elapsed = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"pytest {' '.join(args)} failed:\n{result.stdout.decode()[-2000:]}")
@@ -51,8 +53,12 @@ def main() -> int:
             sys1cal.append(timed(["--sys1cal", "--model", "jev"], REPO))
             trivial.append(timed(["test_trivial.py"], trivial_dir))
     a, b = statistics.median(sys1cal), statistics.median(trivial)
-    print(f"full offline run, 365 renderings : median {a:.3f} s over {rounds} runs ({', '.join(f'{t:.2f}' for t in sys1cal)})")
-    print(f"365 trivial parametrized tests   : median {b:.3f} s over {rounds} runs ({', '.join(f'{t:.2f}' for t in trivial)})")
+    print(
+        f"full offline run, 365 renderings : median {a:.3f} s over {rounds} runs ({', '.join(f'{t:.2f}' for t in sys1cal)})"
+    )
+    print(
+        f"365 trivial parametrized tests   : median {b:.3f} s over {rounds} runs ({', '.join(f'{t:.2f}' for t in trivial)})"
+    )
     print(f"ratio                            : {a / b:.2f} (target <= 2.0)")
     return 0
 

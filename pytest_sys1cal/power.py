@@ -631,11 +631,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 # ---------------------------------------------------------------------------------------------- command
 
 
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("report", metavar="REPORT.json", help="a JSON report written by --sys1cal-report")
-    parser.add_argument("--drop", type=open_probability, required=True, help="the drop in mean OVL to detect, e.g. 0.02")
+    parser.add_argument(
+        "--drop", type=open_probability, required=True, help="the drop in mean OVL to detect, e.g. 0.02"
+    )
     parser.add_argument("--alpha", type=open_probability, default=0.05, help="one-sided level (default 0.05)")
     parser.add_argument("--power", type=open_probability, default=0.8, help="power (default 0.8)")
     parser.add_argument(

@@ -649,7 +649,9 @@ class Recorder:
             delay = retry_after if retry_after is not None else backoff(attempt, self.settings, self._rng)
             # A server that refuses every connection before answering anything is not up: say so after a few
             # quick tries instead of spending the whole retry budget.
-            never_up = isinstance(failure, httpx.ConnectError) and self.stats.sent_ok == 0 and attempt >= NEVER_UP_ATTEMPTS
+            never_up = (
+                isinstance(failure, httpx.ConnectError) and self.stats.sent_ok == 0 and attempt >= NEVER_UP_ATTEMPTS
+            )
             over_budget = time.monotonic() + delay > started + self.settings.retry_budget
             if never_up or attempt >= self.settings.max_attempts or over_budget:
                 raise self._gave_up(request, failure, attempt, time.monotonic() - started)
@@ -817,7 +819,6 @@ def _sweep_leftovers(run: Sys1CalRun) -> None:
     for leftover in run.store.folder.glob("*/.*.json.*.tmp"):
         with contextlib.suppress(OSError):
             leftover.unlink()
-
 
 
 def begin_distributed(run: Sys1CalRun, ids: Sequence[str], workers: int) -> None:

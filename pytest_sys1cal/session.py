@@ -313,7 +313,9 @@ class Sys1CalRun:
             from .report.json_report import build_report, write_report
 
             options = self.thresholds.analysis_options() if self.thresholds else {}
-            analysis = analyze(self.results, seed=self.seed, bootstrap=resolve(self.config, "--sys1cal-bootstrap"), **options)
+            analysis = analyze(
+                self.results, seed=self.seed, bootstrap=resolve(self.config, "--sys1cal-bootstrap"), **options
+            )
             self.report = build_report(
                 model=self.model_info(),
                 dataset={

@@ -167,8 +167,6 @@ def write_dataset(path: str | os.PathLike[str], seed: int, problems: int) -> Wri
     return Written(path=target, renderings=renderings, latent_problems=len(latents), sha256=digest.hexdigest())
 
 
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, required=True, help="dataset seed; the same seed gives the same bytes")
     parser.add_argument("--problems", type=positive_int, required=True, help="latent problems, split over 6 families")

@@ -117,8 +117,13 @@ class ModelAdapter(ABC):
         """One sample from the responses to `requests`, in the same order; raises AnswerError."""
 
     def reported_model(self, responses: Sequence[WireResponse]) -> str | None:
-        """The model id the server says answered, for the manifest (None if it does not say)."""
-        return None
+        """The model id the server says answered, for the manifest: the top-level `model` of the first
+        response, which `/v1/systemone` and OpenAI-compatible servers both send (None if it does not say)."""
+        try:
+            model = responses[0].json().get("model")
+        except (ValueError, AttributeError, IndexError):
+            return None
+        return model if isinstance(model, str) and model else None
 
     def error(self, response: WireResponse) -> ServerError:
         """The server's error, worded from its body."""

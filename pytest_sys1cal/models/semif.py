@@ -277,10 +277,3 @@ class SemIfAdapter(ModelAdapter):
                 raise ValueError(f"unknown question id {qid!r}")
         sample["coverage"] = coverage
         return sample
-
-    def reported_model(self, responses: Sequence[WireResponse]) -> str | None:
-        try:
-            model = responses[0].json().get("model")
-        except (ValueError, AttributeError, IndexError):
-            return None
-        return model if isinstance(model, str) and model else None

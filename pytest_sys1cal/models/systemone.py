@@ -37,7 +37,11 @@ class SystemOneAdapter(ModelAdapter):
 
     def requests(self, rendering: Rendering, question_ids: Sequence[str]) -> list[WireRequest]:
         headers = self.json_headers()
-        body = {"model": self.version, "state": rendering.state, "questions": build_questions(rendering, tuple(question_ids))}
+        body = {
+            "model": self.version,
+            "state": rendering.state,
+            "questions": build_questions(rendering, tuple(question_ids)),
+        }
         return [WireRequest("POST", f"{self.base_url}/v1/systemone", body, headers)]
 
     def parse(self, question_ids: Sequence[str], responses: Sequence[WireResponse]) -> dict[str, Any]:
@@ -45,7 +49,9 @@ class SystemOneAdapter(ModelAdapter):
         try:
             body = response.json()
         except ValueError:
-            raise AnswerError(f"the response is not JSON: {quote(response.content.decode('utf-8', 'replace'))}") from None
+            raise AnswerError(
+                f"the response is not JSON: {quote(response.content.decode('utf-8', 'replace'))}"
+            ) from None
         answers = body.get("answers") if isinstance(body, dict) else None
         if not isinstance(answers, dict):
             raise AnswerError(f"the response has no 'answers' object: {quote(body)}")
@@ -56,13 +62,6 @@ class SystemOneAdapter(ModelAdapter):
                 raise AnswerError(f"no answer to question {qid!r}; answers: {quote(answers)}")
             sample[qid] = _parse_answer(qid, answer)
         return sample
-
-    def reported_model(self, responses: Sequence[WireResponse]) -> str | None:
-        try:
-            model = responses[0].json().get("model")
-        except (ValueError, AttributeError, IndexError):
-            return None
-        return model if isinstance(model, str) else None
 
 
 def _parse_answer(qid: str, answer: dict[str, Any]) -> Any:
