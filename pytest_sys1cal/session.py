@@ -1,7 +1,7 @@
 """The run's state (kept in ``config.stash``): settings, dataset, adapter and cassettes; measuring one
 rendering; and, on the controller, the collected results, the analysis and the report at the end.
 
-Heavy imports (httpx, vcrpy, numpy, scipy) happen here, and only once ``--sys1cal`` is given.
+Heavy imports (vcrpy and the httpx it brings; numpy, via the analysis) happen here, and only once ``--sys1cal`` is given.
 """
 
 from __future__ import annotations
