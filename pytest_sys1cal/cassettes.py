@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,10 +25,10 @@ from vcr.serialize import serialize
 from vcr.serializers import jsonserializer
 
 from .dataset import Rendering
+from .files import write_atomic
+from .vocabulary import MANIFEST_SCHEMA, RECORD_MODES
 
-RECORD_MODES = ("none", "once", "new_episodes", "all")
 MANIFEST = "manifest.json"
-MANIFEST_SCHEMA = "sys1cal-cassettes/1"
 EXTENSION_KEY = "sys1cal_cassette"
 INTERACTION_KEY = "sys1cal_interaction"
 REDACTED = "<REDACTED>"
@@ -40,19 +38,6 @@ SECRET_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|sessi
 
 class CassetteMiss(Exception):
     """A request that replay cannot answer; the message names the cassette file."""
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class AtomicPersister:

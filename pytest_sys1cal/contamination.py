@@ -66,10 +66,11 @@ from typing import Any
 
 import numpy as np
 
-from .analysis.compare import COLUMNS, LABELS, PRIMITIVES, holm
+from .analysis.compare import COLUMNS, holm
 from .analysis.stats import Clusters, percentile_interval
 from .generate.exact import band_of
 from .report.json_report import ReportError, read_report, validate_report
+from .vocabulary import LABELS, PRIMITIVES
 
 __all__ = [
     "PUBLIC_LEAKS",

@@ -14,8 +14,7 @@ import pytest
 
 from .argtypes import non_negative_float, non_negative_int, positive_float, positive_int
 from .dataset import BUNDLED
-
-RECORD_MODES = ("none", "once", "new_episodes", "all")  # the same tuple as cassettes.RECORD_MODES
+from .vocabulary import RECORD_MODES
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ RUN_KEY = pytest.StashKey["Sys1CalRun"]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from .models import hookspecs
+    from . import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 

@@ -60,11 +60,12 @@ from typing import Any
 
 import numpy as np
 
-from .analysis.compare import COLUMNS, LABELS, PRIMITIVES
+from .analysis.compare import COLUMNS
 from .analysis.stats import Clusters
 from .analysis.student_t import t_ppf
 from .argtypes import open_probability
 from .report.json_report import ReportError, read_report, validate_report
+from .vocabulary import LABELS, PRIMITIVES
 
 __all__ = [
     "Estimates",

@@ -34,20 +34,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtri  # scipy.stats would add ~0.5 s of import for one quantile
 
+from ..vocabulary import LABELS, PRIMITIVES
 from .items import LEVEL_VALUES
 from .stats import Clusters
 
-PRIMITIVES = ("noul", "choice", "score")
 # Per primitive: the report item column holding the repeat mean, and the sample key of one repeat.
 COLUMNS = {"noul": ("p_noul", "noul"), "choice": ("p_choice", "choice"), "score": ("mu_score", "score")}
-LABELS = {"noul": "Noul", "choice": "Choice", "score": "Score"}
 RESAMPLES = 2000
 POWER = 0.8  # of the sample-size advice for inconclusive verdicts
+_NORMAL = NormalDist()
 
 PASS, FAIL, INCONCLUSIVE, NOT_MEASURED = "PASS", "FAIL", "INCONCLUSIVE", "NOT MEASURED"
 
@@ -436,7 +436,7 @@ def _advice(
         )
         return advice
     level = pass_level if heading == "PASS" else fail_level
-    z = float(ndtri(1 - level) + ndtri(POWER))
+    z = _NORMAL.inv_cdf(1 - level) + _NORMAL.inv_cdf(POWER)
     need_n = math.ceil(z**2 * n * se**2 / gap**2)
     advice["renderings"] = need_n
     verdict = "a PASS" if heading == "PASS" else "a FAIL"

@@ -9,8 +9,6 @@ import numpy as np
 
 from .items import ItemTable
 
-PRIMITIVES = ("noul", "choice", "score")
-
 
 def primitive_probabilities(table: ItemTable) -> dict[str, np.ndarray]:
     """Each primitive's probability that the proposition is true (Score: its expectation μ_S)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .tables import Table, fmt
+from .table import Table, fmt
 
 
 def _value(value: Any) -> str:

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..cassettes import write_atomic
-
-SCHEMA = "sys1cal-report/1"
+from ..files import write_atomic
+from ..vocabulary import REPORT_SCHEMA
 
 
 def build_report(
@@ -27,7 +26,7 @@ def build_report(
     gates: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
     return {
-        "schema": SCHEMA,
+        "schema": REPORT_SCHEMA,
         "generator": f"pytest-sys1cal {__version__}",
         "model": dict(model),
         "dataset": dict(dataset),
@@ -65,9 +64,9 @@ def read_report(path: str | Path) -> dict[str, Any]:
 def validate_report(data: Any, where: str = "the report") -> None:
     """Raise ReportError unless `data` is a sys1cal report whose items carry what these commands read."""
     found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
-    if found != SCHEMA:
+    if found != REPORT_SCHEMA:
         raise ReportError(
-            f"{where}: not a sys1cal report (schema {found!r}, expected {SCHEMA!r}; write one with --sys1cal-report)"
+            f"{where}: not a sys1cal report (schema {found!r}, expected {REPORT_SCHEMA!r}; write one with --sys1cal-report)"
         )
     items = data.get("items")
     if not isinstance(items, list) or not items:

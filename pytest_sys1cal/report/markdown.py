@@ -6,19 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .gates import gate_table
-from .tables import Table, build_tables
-
-
-def _escape(cell: str) -> str:
-    return cell.replace("|", "\\|")
-
-
-def format_table(table: Table) -> list[str]:
-    lines = [f"**{table.title}**", "", "| " + " | ".join(map(_escape, table.columns)) + " |"]
-    lines.append("|" + "|".join(["---"] + ["---:"] * (len(table.columns) - 1)) + "|")
-    lines += ["| " + " | ".join(_escape(cell) for cell in row) + " |" for row in table.rows]
-    lines += [""] + [f"_{note}_  " for note in table.notes]
-    return lines + [""]
+from .paper_tables import build_tables
+from .table import markdown
 
 
 def summary_markdown(result: Mapping[str, Any]) -> str:
@@ -35,5 +24,5 @@ def summary_markdown(result: Mapping[str, Any]) -> str:
     gates = gate_table(result)
     tables = ([gates] if gates else []) + build_tables(result)
     for table in tables:
-        lines += format_table(table)
+        lines += markdown(table)
     return "\n".join(lines) + "\n"

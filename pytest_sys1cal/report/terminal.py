@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .gates import comparison_table, gate_table
-from .tables import Table, build_tables
+from .paper_tables import build_tables
+from .table import Table, aligned
 
 # (text, markup) pairs: markup is passed to TerminalReporter.write_line (e.g. {"red": True}).
 Line = tuple[str, dict[str, bool]]
@@ -16,22 +17,10 @@ VERDICT_MARKUP = {"passed": {"green": True}, "FAILED": {"red": True, "bold": Tru
 
 
 def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) -> list[Line]:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(table.columns, *table.rows, strict=True)]
-
-    def row(cells: list[str]) -> str:
-        # First column left-aligned (labels), the rest right-aligned (numbers).
-        return "  ".join(
-            cell.ljust(width) if i == 0 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    lines: list[Line] = [
-        (table.title, {"bold": True}),
-        (row(table.columns), {}),
-        ("  ".join("-" * w for w in widths), {}),
-    ]
+    header, rule, *rows = aligned(table.columns, table.rows)
+    lines: list[Line] = [(table.title, {"bold": True}), (header, {}), (rule, {})]
     markups = row_markup or [{} for _ in table.rows]
-    lines += [(row(cells), markup) for cells, markup in zip(table.rows, markups, strict=True)]
+    lines += [(row, markup) for row, markup in zip(rows, markups, strict=True)]
     lines += [(f"  {note}", {}) for note in table.notes]
     return lines
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_sys1cal.analysis import analyze
-from pytest_sys1cal.report.tables import (
+from pytest_sys1cal.report.paper_tables import (
     TABLES,
     build_tables,
     decisions_table,

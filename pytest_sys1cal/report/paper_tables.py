@@ -1,29 +1,11 @@
-"""The paper's tables as plain data, shared by the terminal and Markdown renderers."""
+"""The paper's tables (1, 2, 3, 6, decisions, option swap) as `Table` data, for every renderer."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.stats import P_FLOOR
-
-
-@dataclass(frozen=True)
-class Table:
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    notes: list[str] = field(default_factory=list)
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    """A number for a table cell; '—' for a statistic that could not be computed."""
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+from .table import Table, fmt, fmt_interval, fmt_p, fmt_t
 
 
 def table1(result: Mapping[str, Any]) -> Table:
@@ -44,23 +26,6 @@ def table1(result: Mapping[str, Any]) -> Table:
         rows=rows,
         notes=["Score uses its expectation μ_S = Σ q_j·j/9; each value is the mean over repeats."],
     )
-
-
-def fmt_interval(bounds: list[float] | None, digits: int = 3) -> str:
-    return "—" if bounds is None else f"[{fmt(bounds[0], digits)}, {fmt(bounds[1], digits)}]"
-
-
-def fmt_p(p: float | None, floored: bool = False) -> str:
-    """floored: a test's p-value, reported floored at P_FLOOR (the paper's own statistics are not)."""
-    if p is None:
-        return "—"
-    if floored and p <= P_FLOOR:
-        return f"≤{P_FLOOR:g}"
-    return f"{p:.2g}" if p < 1e-3 else f"{p:.3f}"
-
-
-def fmt_t(t: float | None, df: int | None) -> str:
-    return "—" if t is None else f"{t:.2f} ({df})"
 
 
 def _reason_notes(*blocks: Mapping[str, Any] | None) -> list[str]:

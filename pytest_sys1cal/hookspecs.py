@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .base import ModelAdapter
+    from .models.base import ModelAdapter
 
 
 @pytest.hookspec
