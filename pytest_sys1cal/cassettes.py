@@ -25,6 +25,7 @@ from vcr.serialize import serialize
 from vcr.serializers import jsonserializer
 
 from .dataset import Rendering
+from .errors import InputError
 from .files import write_atomic
 from .vocabulary import MANIFEST_SCHEMA, RECORD_MODES
 
@@ -127,9 +128,9 @@ class CassetteStore:
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc}); re-record or restore it") from None
+            raise InputError(f"{path}: not valid JSON ({exc}); re-record or restore it") from None
         if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
-            raise ValueError(f"{path}: not a {MANIFEST_SCHEMA} manifest")
+            raise InputError(f"{path}: not a {MANIFEST_SCHEMA} manifest")
         return manifest
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:

@@ -1,25 +1,27 @@
-"""One pytest item per rendering. The item only asks the run to measure its rendering."""
+"""One pytest item per rendering, under one ``sys1cal`` collector; item names and the mapping from node
+ids back to renderings. An item only asks the measurer for its rendering's result."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-from .dataset import Rendering
-
-if TYPE_CHECKING:
-    from .session import Sys1CalRun
+from .dataset import Dataset, Rendering
+from .errors import MeasurementError
+from .measure import Measurer, result_row
 
 MARKER = "sys1cal: a Sys1Cal benchmark rendering (added automatically by pytest-sys1cal)"
 
 
 class Sys1CalItem(pytest.Item):
-    def __init__(self, *, rendering: Rendering, run: Sys1CalRun, **kwargs: Any):
+    def __init__(self, *, rendering: Rendering, measurer: Measurer, dataset_path: Path, **kwargs: Any):
         super().__init__(**kwargs)
         self.rendering = rendering
-        self.run = run
+        self.measurer = measurer
+        self.dataset_path = dataset_path
         # The result travels on this item's test report, so it reaches the xdist controller too.
         self.sys1cal_result: dict[str, Any] | None = None
         self.add_marker("sys1cal")
@@ -27,25 +29,21 @@ class Sys1CalItem(pytest.Item):
         self.extra_keyword_matches.update({rendering.instance_id, rendering.latent_instance_id, rendering.family})
 
     def runtest(self) -> None:
-        from .session import ItemFailure
-
         try:
-            self.sys1cal_result = self.run.measure(self.rendering)
-        except ItemFailure as exc:
-            self.sys1cal_result = {**self.run.identity(self.rendering), "samples": [], "error": str(exc)}
+            self.sys1cal_result = self.measurer.measure(self.rendering)
+        except MeasurementError as exc:
+            self.sys1cal_result = result_row(self.rendering, [], error=str(exc))
             if exc.fatal:
                 self.session.shouldstop = f"sys1cal: {exc}"
             raise
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        from .session import ItemFailure
-
-        if isinstance(excinfo.value, ItemFailure):
+        if isinstance(excinfo.value, MeasurementError):
             return f"{self.rendering.instance_id}: {excinfo.value}"
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.run.dataset.path, self.rendering.line - 1, f"sys1cal {self.rendering.short_id}"
+        return self.dataset_path, self.rendering.line - 1, f"sys1cal {self.rendering.short_id}"
 
 
 def item_name(model: str, rendering: Rendering) -> str:
@@ -56,26 +54,47 @@ def item_name(model: str, rendering: Rendering) -> str:
 class Sys1CalSuite(pytest.Collector):
     """The collection node holding the benchmark's items; it stands where a test file would."""
 
-    def __init__(self, *, run: Sys1CalRun, **kwargs: Any):
+    def __init__(self, *, model: str, dataset: Dataset, measurer: Measurer, **kwargs: Any):
         super().__init__(**kwargs)
-        self.run = run
+        self.model = model
+        self.dataset = dataset
+        self.measurer = measurer
 
     def collect(self) -> list[Sys1CalItem]:
         """Items in dataset order (family, then id) with stable ids ``sys1cal::<model>[<family>/<id>]``."""
         items = []
-        for rendering in self.run.dataset.renderings:
-            name = item_name(self.run.model_name, rendering)
+        for rendering in self.dataset.renderings:
+            name = item_name(self.model, rendering)
             items.append(
                 Sys1CalItem.from_parent(
-                    self, name=name, nodeid=f"{self.nodeid}::{name}", rendering=rendering, run=self.run
+                    self,
+                    name=name,
+                    nodeid=f"{self.nodeid}::{name}",
+                    rendering=rendering,
+                    measurer=self.measurer,
+                    dataset_path=self.dataset.path,
                 )
             )
         return items
 
 
-def collect_suite(session: pytest.Session, run: Sys1CalRun) -> list[Sys1CalItem]:
+def collect_suite(session: pytest.Session, model: str, dataset: Dataset, measurer: Measurer) -> list[Sys1CalItem]:
     """Collect the benchmark and announce it like any collected file, so pytest counts its items."""
-    suite = Sys1CalSuite.from_parent(session, name="sys1cal", nodeid="sys1cal", run=run)
+    suite = Sys1CalSuite.from_parent(
+        session, name="sys1cal", nodeid="sys1cal", model=model, dataset=dataset, measurer=measurer
+    )
     items = suite.collect()
     session.config.hook.pytest_collectreport(report=pytest.CollectReport(suite.nodeid, "passed", None, items))
     return items
+
+
+def renderings_of(items: Iterable[pytest.Item | None], measurer: Measurer) -> list[Rendering]:
+    """The renderings of the benchmark items among `items` that this measurer measures, in order."""
+    return [item.rendering for item in items if isinstance(item, Sys1CalItem) and item.measurer is measurer]
+
+
+def renderings_of_nodeids(nodeids: Sequence[str], model: str, dataset: Dataset) -> list[Rendering]:
+    """The renderings that the node ids (as xdist's workers report their collection) stand for, in order."""
+    by_name = {item_name(model, r): r for r in dataset.renderings}
+    names = (nodeid.rsplit("::", 1)[-1] for nodeid in nodeids)
+    return [by_name[name] for name in names if name in by_name]

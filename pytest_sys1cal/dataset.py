@@ -14,6 +14,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .errors import InputError
+
 PARALLEL_SUFFIX = "__parallel_primitives"
 SCORE_LEVELS = 10
 # The gold distribution may carry float rounding; anything further off is a broken file.
@@ -24,7 +26,7 @@ BUNDLED = {"sys1cal-v1": "sys1cal-v1.jsonl"}
 _SOURCE_CHECKOUT_FILES = {"sys1cal-v1": "fixtures/sys1cal-v1/v0.1.0_tiny_cleanvars_parallel_primitives.jsonl"}
 
 
-class DatasetError(Exception):
+class DatasetError(InputError):
     """A dataset problem, worded for the user: where it is and how to fix it."""
 
 

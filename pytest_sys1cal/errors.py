@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Iterator
 
 
-class InputError(Exception):
+class InputError(ValueError):
     """A mistake in a file or option the user gave, worded for them: where it is and how to fix it."""
 
 
@@ -21,11 +21,12 @@ class MeasurementError(Exception):
 
 
 @contextlib.contextmanager
-def usage_errors() -> Iterator[None]:
-    """Turn an InputError raised inside the block into pytest's usage error: one line, no traceback."""
+def usage_errors(*also: type[Exception]) -> Iterator[None]:
+    """Turn an InputError (or one of `also`) raised inside the block into pytest's usage error: one
+    line, no traceback."""
     try:
         yield
-    except InputError as exc:
+    except (InputError, *also) as exc:
         import pytest
 
         raise pytest.UsageError(str(exc)) from None

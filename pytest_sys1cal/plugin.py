@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .session import Sys1CalRun
+    from .run import Sys1CalRun
 
 RUN_KEY = pytest.StashKey["Sys1CalRun"]()
 
@@ -51,7 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("sys1cal", False):
         return
     from .collect import MARKER
-    from .session import Sys1CalRun
+    from .run import Sys1CalRun
 
     config.addinivalue_line("markers", MARKER)
     run = Sys1CalRun(config)
@@ -72,7 +72,7 @@ class ActiveRun:
     def pytest_report_header(self) -> str:
         return self.run.header()
 
-    # Recording (recorder.py). The manifest is written when recording starts, after the plan and the
+    # Recording (recording/schedule.py). The manifest is written when recording starts, after the plan and the
     # --sys1cal-max-cost check, so a refused run leaves nothing behind.
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -80,14 +80,14 @@ class ActiveRun:
         config = session.config
         skipped = config.option.collectonly or (session.testsfailed and not config.option.continue_on_collection_errors)
         if self.controller and not skipped and not config.pluginmanager.has_plugin("dsession"):
-            from .recorder import begin
+            from .recording.schedule import begin
 
             begin(self.run, session.items)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # xdist controller: the same plan, price and cap from the workers' collection, before scheduling.
-        from .recorder import begin_distributed
+        from .recording.schedule import begin_distributed
 
         begin_distributed(self.run, ids, workers=int(getattr(node, "workerinput", {}).get("workercount") or 1))
 
@@ -96,11 +96,11 @@ class ActiveRun:
         # xdist worker: record the item it was given and the next one queued for it, ahead of need.
         # Elsewhere: a progress line between items while recording.
         if not self.controller:
-            from .recorder import prefetch
+            from .recording.schedule import prefetch
 
             prefetch(self.run, item, nextitem)
-        elif self.run.recorder is not None:
-            self.run.recorder.tick()
+        elif self.run.measurer.recorder is not None:
+            self.run.measurer.recorder.tick()
 
     def pytest_ignore_collect(self, config: pytest.Config) -> bool | None:
         # `pytest --sys1cal` with no path arguments runs the benchmark alone; name paths to add your tests.
@@ -110,7 +110,7 @@ class ActiveRun:
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         from .collect import collect_suite
 
-        items[:0] = collect_suite(session, self.run)
+        items[:0] = collect_suite(session, self.run.model_name, self.run.dataset, self.run.measurer)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:

@@ -15,8 +15,8 @@ from jevcompat.mock import MockConfig, Running
 from vcr.request import Request as VcrRequest
 
 from pytest_sys1cal.cassettes import CassetteStore, json_body
-from pytest_sys1cal.files import write_atomic
 from pytest_sys1cal.dataset import load_dataset
+from pytest_sys1cal.files import write_atomic
 
 sys.path.insert(0, str(Path(__file__).parent))
 from loopback import Behaviour, LoopbackServer  # noqa: E402

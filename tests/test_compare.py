@@ -10,16 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_sys1cal.analysis.compare import (
-    FAIL,
-    INCONCLUSIVE,
-    PASS,
-    ComparisonError,
-    Margin,
-    compare_reports,
-    holm,
-)
-from pytest_sys1cal.thresholds import RegressionConfig, evaluate_regression
+from pytest_sys1cal.analysis.compare import ComparisonError, Margin, compare_reports, holm
+from pytest_sys1cal.gates.regression import evaluate_regression
+from pytest_sys1cal.gates.schema import RegressionConfig
+from pytest_sys1cal.vocabulary import FAILED as FAIL
+from pytest_sys1cal.vocabulary import INCONCLUSIVE, NOT_MEASURED
+from pytest_sys1cal.vocabulary import PASSED as PASS
 
 PRIMS = ("noul", "choice", "score")
 LEVELS = np.arange(10) / 9
@@ -330,7 +326,7 @@ def test_primitive_missing_in_one_report_is_not_measured(model: Model) -> None:
         for sample in item["samples"]:
             del sample["score"]
     result = compare_reports(new, base, seed=0)
-    assert result["metrics"]["score"]["verdict"] == "NOT MEASURED"
+    assert result["metrics"]["score"]["verdict"] == NOT_MEASURED
     assert result["metrics"]["score"]["reason"] == "Score was not asked in this run"
     assert result["correction"].startswith("Holm over 2 metrics")
     rows = {r["name"]: r for r in evaluate_regression(None, new, base, 0)}

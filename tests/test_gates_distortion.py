@@ -26,12 +26,12 @@ import pytest
 
 from pytest_sys1cal.analysis import analyze
 from pytest_sys1cal.dataset import load_dataset
+from pytest_sys1cal.gates.config import parse_thresholds
+from pytest_sys1cal.measure import result_row
 from pytest_sys1cal.models.base import WireResponse
 from pytest_sys1cal.models.systemone import SystemOneAdapter
 from pytest_sys1cal.options import OPTIONS
 from pytest_sys1cal.report.json_report import build_report
-from pytest_sys1cal.session import Sys1CalRun
-from pytest_sys1cal.thresholds import parse_thresholds
 
 sys.path.insert(0, str(Path(__file__).parent))
 from loopback import Behaviour, LoopbackServer  # noqa: E402
@@ -373,7 +373,7 @@ class Simulator:
             for _ in range(repeats):
                 responses = [WireResponse(200, {}, json.dumps(server.answer(r.body)).encode()) for r in requests]
                 samples.append(self.adapter.parse(self.questions, responses))
-            items.append({**Sys1CalRun.identity(rendering), "samples": samples})
+            items.append(result_row(rendering, samples))
         analysis = analyze(items, seed=0, bootstrap=0)
         return build_report(
             model={"name": "systemone", "version": VERSION, "source": "recorded"},
@@ -414,7 +414,7 @@ def calibrate_bias(simulator: Simulator, drop: float, noise: float) -> tuple[flo
 
 
 def test_baseline_gate_error_rates_under_noise() -> None:
-    from pytest_sys1cal.thresholds import evaluate_regression
+    from pytest_sys1cal.gates.regression import evaluate_regression
 
     simulator = Simulator(SIM_QUESTIONS)
     thresholds = parse_thresholds(SIM_THRESHOLDS, "sim.yaml", "systemone")

@@ -1,4 +1,4 @@
-"""Concurrent recording (recorder.py) against real servers on 127.0.0.1, through real pytest runs:
+"""Concurrent recording (recording/) against real servers on 127.0.0.1, through real pytest runs:
 concurrency and rate honoured, retryable faults ending in complete cassettes, non-retryable ones in
 clear item errors, one fatal error for auth and refused connections, the cost cap, a killed recording
 resumed to the same bytes, and xdist workers recording only their own items."""
@@ -29,9 +29,9 @@ import httpcore._backends.anyio  # noqa: F401
 import pytest
 from jevcompat.mock import MockConfig, Running
 
-from pytest_sys1cal import recorder
 from pytest_sys1cal.dataset import Rendering, load_dataset
-from pytest_sys1cal.recorder import Settings, backoff, retry_after_seconds
+from pytest_sys1cal.recording import schedule
+from pytest_sys1cal.recording.policy import Settings, backoff, retry_after_seconds
 
 sys.path.insert(0, str(Path(__file__).parent))
 from loopback import Behaviour, Handler, LoopbackServer, Server  # noqa: E402
@@ -235,7 +235,7 @@ def test_progress_lines_while_recording(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, dataset: tuple[Path, list[Rendering]]
 ) -> None:
     path, renderings = dataset
-    monkeypatch.setattr(recorder, "PROGRESS_EVERY", 0.15)
+    monkeypatch.setattr(schedule, "PROGRESS_EVERY", 0.15)
     with FaultServer(renderings, delay=0.1) as server:
         result = record(
             pytester, server.url, path, pytester.path / "c", "--sys1cal-repeats=2", "--sys1cal-concurrency=2",

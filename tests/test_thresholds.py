@@ -10,17 +10,11 @@ from typing import Any
 
 import pytest
 
-from pytest_sys1cal.thresholds import (
-    PRIMITIVES,
-    BaselineError,
-    RegressionConfig,
-    Thresholds,
-    ThresholdsError,
-    evaluate,
-    evaluate_regression,
-    load_baseline,
-    load_thresholds,
-)
+from pytest_sys1cal.gates.config import load_thresholds
+from pytest_sys1cal.gates.evaluate import evaluate
+from pytest_sys1cal.gates.regression import BaselineError, evaluate_regression, load_baseline
+from pytest_sys1cal.gates.schema import RegressionConfig, Thresholds, ThresholdsError
+from pytest_sys1cal.vocabulary import PRIMITIVES
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "fixtures" / "published-jev" / "noul_choice_score_instance_metrics.csv"
@@ -614,7 +608,7 @@ def test_loading_thresholds_imports_neither_pytest_nor_numpy() -> None:
     import sys
 
     code = (
-        "import sys; from pytest_sys1cal.thresholds import load_thresholds; "
+        "import sys; from pytest_sys1cal.gates.config import load_thresholds; "
         f"load_thresholds({str(ROOT / 'thresholds.yaml')!r}, 'jev'); "
         "print(sorted(m for m in ('numpy', 'scipy', 'pytest') if m in sys.modules))"
     )

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ..vocabulary import LABELS, PRIMITIVES
+from ..vocabulary import FAILED, INCONCLUSIVE, LABELS, NOT_MEASURED, PASSED, PRIMITIVES
 from .items import LEVEL_VALUES
 from .stats import Clusters
 
@@ -48,8 +48,6 @@ COLUMNS = {"noul": ("p_noul", "noul"), "choice": ("p_choice", "choice"), "score"
 RESAMPLES = 2000
 POWER = 0.8  # of the sample-size advice for inconclusive verdicts
 _NORMAL = NormalDist()
-
-PASS, FAIL, INCONCLUSIVE, NOT_MEASURED = "PASS", "FAIL", "INCONCLUSIVE", "NOT MEASURED"
 
 
 class ComparisonError(ValueError):
@@ -380,7 +378,7 @@ def _decide(
 ) -> None:
     lower = float(np.quantile(boot, pass_level))
     upper = float(np.quantile(boot, 1 - fail_level))
-    verdict = FAIL if shown_worse else PASS if shown_noninferior else INCONCLUSIVE
+    verdict = FAILED if shown_worse else PASSED if shown_noninferior else INCONCLUSIVE
     out.update(
         lower=lower,
         lower_level=1 - pass_level,
@@ -427,7 +425,7 @@ def _advice(
     evaluated at the observed difference: n = (z_{1−α} + z_{power})² · V / gap², V = n·se² (per-item
     variance of D including the design effect), gap = distance from Δ̂ to the margin it is heading for."""
     diff, n, se = out["difference"], out["n"], out["se"]
-    gaps = {"PASS": diff + margin.drop, "FAIL": -margin.fail_drop - diff}
+    gaps = {PASSED: diff + margin.drop, FAILED: -margin.fail_drop - diff}
     heading, gap = max(gaps.items(), key=lambda kv: kv[1])
     advice: dict[str, Any] = {"towards": heading, "renderings": None, "repeats": None, "text": ""}
     if gap <= 0 or se == 0:
@@ -435,11 +433,11 @@ def _advice(
             "the observed difference sits on the margin, so no number of renderings or repeats would decide it"
         )
         return advice
-    level = pass_level if heading == "PASS" else fail_level
+    level = pass_level if heading == PASSED else fail_level
     z = _NORMAL.inv_cdf(1 - level) + _NORMAL.inv_cdf(POWER)
     need_n = math.ceil(z**2 * n * se**2 / gap**2)
     advice["renderings"] = need_n
-    verdict = "a PASS" if heading == "PASS" else "a FAIL"
+    verdict = "a pass" if heading == PASSED else "a fail"
     if need_n <= n:
         advice["text"] = (
             f"a difference of {diff:+.4f} is within reach of the current {n} paired renderings ({POWER:.0%} power "

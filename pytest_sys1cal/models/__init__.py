@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..errors import InputError
 from .base import ModelAdapter
 from .semif import SemIfAdapter
 from .systemone import JevAdapter, SystemOneAdapter
@@ -16,8 +17,8 @@ BUILTIN_ADAPTERS: dict[str, Callable[..., ModelAdapter]] = {
 }
 
 
-class UnknownModel(LookupError):
-    pass
+class UnknownModel(InputError):
+    """No adapter of that name; the message lists the available ones."""
 
 
 def make_adapter(

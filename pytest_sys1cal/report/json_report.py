@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..errors import InputError
 from ..files import write_atomic
 from ..vocabulary import REPORT_SCHEMA
 
@@ -37,7 +38,7 @@ def build_report(
     }
 
 
-class ReportError(ValueError):
+class ReportError(InputError):
     """A file that is not a readable sys1cal JSON report; the message names the file."""
 
 

@@ -1,0 +1,1 @@
+"""Gates: thresholds.yaml (schema and reader), threshold gates, and the upgrade gate against a baseline."""

@@ -1,0 +1,170 @@
+"""Measuring one rendering: ask (or replay) its questions for every repeat, and the result row that
+carries the answers to the analysis (on the item's test report, so it reaches the xdist controller)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+from vcr.request import Request as VcrRequest
+
+from .cassettes import EXTENSION_KEY, CassetteMiss, CassetteStore, CassetteTransport, recorded_headers, replay
+from .dataset import Rendering
+from .errors import MeasurementError
+from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
+
+TIMEOUT_SECONDS = 60.0
+
+
+def result_row(
+    rendering: Rendering,
+    samples: list[dict[str, Any]],
+    *,
+    server_model: str | None = None,
+    recorded: bool = False,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """The one shape of a measured (or failed) rendering, as the analysis reads it."""
+    row = {
+        "instance_id": rendering.instance_id,
+        "latent_instance_id": rendering.latent_instance_id,
+        "family": rendering.family,
+        "representation": rendering.representation,
+        "p_star": rendering.p_star,
+        "samples": samples,
+    }
+    if error is not None:
+        return {**row, "error": error}
+    return {**row, "server_model": server_model, "recorded": recorded}
+
+
+class Recorder(Protocol):
+    """The concurrent recording engine, as measuring sees it (recording/engine.py)."""
+
+    def handles(self, rendering: Rendering) -> bool: ...
+
+    def result(self, rendering: Rendering) -> dict[str, Any]: ...
+
+    def tick(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Measurer:
+    """What one process needs to measure renderings: the adapter, the cassettes, the questions and
+    repeats. Replays straight from the cassette; sends through an HTTP client only when recording."""
+
+    def __init__(
+        self,
+        adapter: ModelAdapter,
+        store: CassetteStore,
+        question_ids: tuple[str, ...],
+        repeats: int,
+        *,
+        timeout: float | None = None,
+        record_command: Callable[[Rendering, str], str],
+    ):
+        self.adapter = adapter
+        self.store = store
+        self.question_ids = question_ids
+        self.repeats = repeats
+        self.timeout = timeout or TIMEOUT_SECONDS
+        self.record_command = record_command
+        # The concurrent recording engine when this process records ahead of the items; None on replay.
+        self.recorder: Recorder | None = None
+        self._client: httpx.Client | None = None
+
+    @property
+    def recording(self) -> bool:
+        return self.store.record_mode != "none"
+
+    def measure(self, rendering: Rendering) -> dict[str, Any]:
+        """Every question of `rendering` for every repeat; the cassette is saved only when all of them
+        succeeded, so a failure never leaves a partial recording behind. A rendering being recorded
+        concurrently is waited for instead."""
+        if self.recorder is not None and self.recorder.handles(rendering):
+            return self.recorder.result(rendering)
+        cassette = self.store.open(rendering)
+        samples: list[dict[str, Any]] = []
+        server_model = None
+        try:
+            for _ in range(self.repeats):
+                requests = self.adapter.requests(rendering, self.question_ids)
+                responses = [self._send(cassette, request) for request in requests]
+                samples.append(self.adapter.parse(self.question_ids, responses))
+                server_model = self.adapter.reported_model(responses) or server_model
+        except CassetteMiss as exc:
+            mode = "new_episodes" if Path(cassette.path).is_file() else "once"
+            raise MeasurementError(f"{exc}; record it with: {self.record_command(rendering, mode)}") from None
+        except ServerError as exc:
+            raise MeasurementError(f"server error: {exc}", fatal=exc.fatal) from None
+        except AnswerError as exc:
+            raise MeasurementError(f"malformed answer: {exc}") from None
+        recorded = bool(cassette.dirty)
+        self.store.save(cassette)
+        return result_row(rendering, samples, server_model=server_model, recorded=recorded)
+
+    def _send(self, cassette: Any, request: WireRequest) -> WireResponse:
+        """Replay straight from the cassette (no HTTP client on the replay path: it is most of an item's
+        cost); go through the client, its cassette transport and the network only when recording."""
+        recorded = replay(
+            cassette, VcrRequest(request.method, request.url, request.content(), dict(request.headers)), self.recording
+        )
+        if recorded is None:
+            wire = self._send_live(cassette, request)
+        else:
+            wire = WireResponse(
+                recorded["status"]["code"], dict(recorded_headers(recorded)), recorded["body"]["string"]
+            )
+        if not 200 <= wire.status < 300:
+            raise self.adapter.error(wire)
+        return wire
+
+    def _send_live(self, cassette: Any, request: WireRequest) -> WireResponse:
+        try:
+            response = self.client.request(
+                request.method,
+                request.url,
+                content=request.content(),
+                headers=dict(request.headers),
+                extensions={EXTENSION_KEY: cassette},
+            )
+        except _MissingKey as exc:
+            raise MeasurementError(f"cannot record: {exc}", fatal=True) from None
+        except httpx.ConnectError as exc:
+            # Nothing answers at that address: every other item would fail the same way.
+            raise MeasurementError(f"cannot connect to {request.url}: {exc}", fatal=True) from None
+        except httpx.HTTPError as exc:
+            raise ServerError(None, f"no response from {request.url}: {type(exc).__name__}: {exc}") from None
+        return WireResponse(response.status_code, dict(response.headers), response.content)
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            inner: httpx.BaseTransport | None = None
+            if self.recording:
+                missing = self.adapter.missing_key()
+                inner = _RefusingTransport(missing) if missing else httpx.HTTPTransport()
+            self._client = httpx.Client(transport=CassetteTransport(inner), timeout=self.timeout)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
+class _RefusingTransport(httpx.BaseTransport):
+    """Stands in for the network when the adapter has no API key: one clear error, nothing sent."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        raise _MissingKey(self.reason)
+
+
+class _MissingKey(httpx.HTTPError):
+    def __init__(self, reason: str):
+        super().__init__(reason)

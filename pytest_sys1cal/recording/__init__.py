@@ -1,0 +1,1 @@
+"""Recording model traffic into cassettes: concurrent, paced, retrying, resumable and cost-aware."""
