@@ -33,11 +33,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
-
-from loopback import Behaviour, LoopbackServer  # noqa: E402
+sys.path.insert(0, str(REPO))  # a script: the tests package is not installed
 
 from pytest_sys1cal.dataset import load_dataset  # noqa: E402
+from tests.loopback import Behaviour, LoopbackServer  # noqa: E402
 
 DELAY, IN_FLIGHT, REPEATS = 0.2, 16, 2
 

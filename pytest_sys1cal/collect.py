@@ -1,9 +1,10 @@
 """One pytest item per rendering, under one ``sys1cal`` collector; item names and the mapping from node
-ids back to renderings. An item only asks the measurer for its rendering's result."""
+ids back to renderings; and each gate as a test report, so JUnit XML lists it as a test case. An item
+only asks the measurer for its rendering's result."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,11 @@ import pytest
 from .dataset import Dataset, Rendering
 from .errors import MeasurementError
 from .measure import Measurer, result_row
+from .vocabulary import FAILED, PASSED
 
 MARKER = "sys1cal: a Sys1Cal benchmark rendering (added automatically by pytest-sys1cal)"
+# A gate as a test outcome: anything but passed and FAILED (not measured, inconclusive) is a skip.
+OUTCOMES = {PASSED: "passed", FAILED: "failed"}
 
 
 class Sys1CalItem(pytest.Item):
@@ -98,3 +102,20 @@ def renderings_of_nodeids(nodeids: Sequence[str], model: str, dataset: Dataset) 
     by_name = {item_name(model, r): r for r in dataset.renderings}
     names = (nodeid.rsplit("::", 1)[-1] for nodeid in nodeids)
     return [by_name[name] for name in names if name in by_name]
+
+
+def gate_reports(gates: Sequence[Mapping[str, Any]], source: str) -> Iterator[pytest.TestReport]:
+    """For each gate a call report carrying its verdict, then the teardown report that closes it."""
+    for gate in gates:
+        nodeid = f"sys1cal::gates::{gate['name']}"
+        location = (source, 0, f"sys1cal gate {gate['name']}")
+        outcome = OUTCOMES.get(gate["verdict"], "skipped")
+        explanation = gate.get("explanation") or gate["verdict"]
+        longrepr: Any = None
+        if outcome == "failed":
+            longrepr = explanation
+        elif outcome == "skipped":
+            longrepr = (source, 0, f"Skipped: {gate['verdict']}: {explanation}")
+        properties = [(key, gate[key]) for key in ("metric", "observed", "limit", "verdict") if key in gate]
+        yield pytest.TestReport(nodeid, location, {}, outcome, longrepr, "call", user_properties=properties)
+        yield pytest.TestReport(nodeid, location, {}, "passed", None, "teardown")

@@ -141,7 +141,7 @@ class ActiveRun:
         and a gate is not an item that --lf could rerun."""
         if not self.run.report or not self.run.report["gates"]:
             return
-        from .report.junit import gate_reports
+        from .collect import gate_reports
 
         skip = [config.pluginmanager.get_plugin(name) for name in ("terminalreporter", "lfplugin", "stepwiseplugin")]
         hook = config.pluginmanager.subset_hook_caller("pytest_runtest_logreport", [p for p in (*skip, self) if p])

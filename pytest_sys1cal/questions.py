@@ -1,6 +1,6 @@
 """The questions asked about one rendering, in the wire shape of `POST /v1/systemone`.
 
-Wording follows the Sys1Cal-v1 harness that produced the paper's Jev numbers (reference §5), so a
+Wording follows the Sys1Cal-v1 harness that produced the paper's Jev numbers, so a
 fresh recording asks Jev exactly what the paper asked. The swapped Choice is the same question with
 the option order reversed: order is part of the question, and the only way to see position bias.
 """

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import httpx
@@ -17,9 +16,7 @@ from vcr.request import Request as VcrRequest
 from pytest_sys1cal.cassettes import CassetteStore, json_body
 from pytest_sys1cal.dataset import load_dataset
 from pytest_sys1cal.files import write_atomic
-
-sys.path.insert(0, str(Path(__file__).parent))
-from loopback import Behaviour, LoopbackServer  # noqa: E402
+from tests.loopback import Behaviour, LoopbackServer
 
 REPO = Path(__file__).resolve().parent.parent
 CANARY = "apikey_CANARY-do-not-leak-7f3e9c2b1a"

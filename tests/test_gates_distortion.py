@@ -32,9 +32,7 @@ from pytest_sys1cal.models.base import WireResponse
 from pytest_sys1cal.models.systemone import SystemOneAdapter
 from pytest_sys1cal.options import OPTIONS
 from pytest_sys1cal.report.json_report import build_report
-
-sys.path.insert(0, str(Path(__file__).parent))
-from loopback import Behaviour, LoopbackServer  # noqa: E402
+from tests.loopback import Behaviour, LoopbackServer
 
 DATASET = load_dataset("sys1cal-v1")
 VERSION = SystemOneAdapter.default_version  # the cassette folder of a systemone run without a version

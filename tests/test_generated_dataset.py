@@ -19,9 +19,7 @@ from pathlib import Path
 import pytest
 
 from pytest_sys1cal.dataset import load_dataset
-
-sys.path.insert(0, str(Path(__file__).parent))
-from loopback import Behaviour, LoopbackServer  # noqa: E402
+from tests.loopback import Behaviour, LoopbackServer
 
 SEED, PROBLEMS, REPEATS = 5, 24, 2
 VERSION = "jev-latest"  # the cassette folder of a systemone run without a version

@@ -32,9 +32,7 @@ from jevcompat.mock import MockConfig, Running
 from pytest_sys1cal.dataset import Rendering, load_dataset
 from pytest_sys1cal.recording import schedule
 from pytest_sys1cal.recording.policy import Settings, backoff, retry_after_seconds
-
-sys.path.insert(0, str(Path(__file__).parent))
-from loopback import Behaviour, Handler, LoopbackServer, Server  # noqa: E402
+from tests.loopback import Behaviour, Handler, LoopbackServer, Server
 
 RENDERINGS = load_dataset("sys1cal-v1").renderings
 QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")

@@ -2,7 +2,7 @@
 
 Every item's exact p* is known, so it is the target. Binary labels drawn from p* would add pure Bernoulli
 noise: on 365 items label-ECE reads 0.05–0.065 for a perfectly calibrated model, soft ECE exactly 0
-(calibration-statistics.md §4.1). Computed on item means (one point per rendering).
+(docs/statistics.md §1.4). Computed on item means (one point per rendering).
 """
 
 from __future__ import annotations

@@ -1,33 +1,6 @@
-"""Paired comparison of two reports (a candidate run against a baseline), for the upgrade gate.
-
-Pure numpy/scipy; knows nothing of pytest or of thresholds.yaml. calibration-statistics.md §3.
-
-The unit of comparison is the rendering, matched on ``instance_id``: per matched rendering and primitive,
-D_i = OVL_new,i − OVL_base,i with OVL_i = 1 − |p̄_i − p*_i| and p̄_i the repeat mean (the report's
-``p_noul`` / ``p_choice`` / ``mu_score``, as in Table 1). Pairing cancels item difficulty. Because the OVL
-of a repeat mean depends on the number of repeats r (a noisy model looks better with more repeats,
-§4.3), two reports with different r are refused rather than compared.
-
-Δ̂ = mean D_i. Its sampling distribution comes from a bootstrap over latent problems (renderings of one
-problem are correlated; §2.5), drawn once with the run's seed and shared by every metric.
-
-Three-way verdict per metric, with margin δ (``drop``) and δ₀ (``fail_drop``, 0 ≤ δ₀ ≤ δ), one-sided:
-
-* FAIL          the upper bound of Δ is below −δ₀: the new model is shown to be worse by more than δ₀.
-* PASS          the lower bound of Δ is above −δ: the new model is shown to be at most δ worse
-                (non-inferiority).
-* INCONCLUSIVE  neither; the metric reports how many more renderings or repeats would decide it, from
-                n = (z_{1−α} + z_{0.8})² · Var(D)·DEFF / gap² (§3.2).
-
-FAIL is checked first: an interval lying entirely inside (−δ, −δ₀) is a FAIL (a drop larger than the one
-we tolerate has been shown), not a PASS.
-
-Multiplicity: the gated metrics form two families, "shown worse" (false FAILs: noise turning CI red) and
-"shown non-inferior" (false PASSes: a regression let through). Holm's step-down procedure controls the
-family-wise error of each at α (§3.3), so the k-th most significant metric of a family is tested at level
-α/(m − k + 1); the reported bounds are at each metric's own Holm level. p-values are bootstrap p-values,
-p = (1 + #{resamples on the wrong side of the margin}) / (B + 1).
-"""
+"""The upgrade comparison: a run against a baseline report, mean OVL per primitive paired by rendering,
+a latent-problem bootstrap, a three-way verdict per primitive and Holm across them (docs/statistics.md §6).
+Knows nothing of pytest or of thresholds.yaml."""
 
 from __future__ import annotations
 
@@ -280,24 +253,7 @@ def compare_reports(
 
     measured = list(boots)
     if measured:
-        p_pass = [metrics[p]["p_noninferior"] for p in measured]
-        p_fail = [metrics[p]["p_worse"] for p in measured]
-        pass_reject, pass_level, pass_adj = holm(p_pass, alpha)
-        fail_reject, fail_level, fail_adj = holm(p_fail, alpha)
-        for k, prim in enumerate(measured):
-            _decide(
-                metrics[prim],
-                boots[prim],
-                margins[prim],
-                paired,
-                prim,
-                shown_noninferior=bool(pass_reject[k]),
-                shown_worse=bool(fail_reject[k]),
-                pass_level=float(pass_level[k]),
-                fail_level=float(fail_level[k]),
-                p_pass_holm=float(pass_adj[k]),
-                p_fail_holm=float(fail_adj[k]),
-            )
+        _decide_with_holm(metrics, boots, margins, paired, alpha)
     return {
         "matched": len(paired.instance_id),
         "only_in_new": paired.only_in_new,
@@ -312,6 +268,33 @@ def compare_reports(
         "power": POWER,
         "metrics": metrics,
     }
+
+
+def _decide_with_holm(
+    metrics: dict[str, dict[str, Any]],
+    boots: dict[str, np.ndarray],
+    margins: Mapping[str, Margin],
+    paired: Paired,
+    alpha: float,
+) -> None:
+    """Verdicts of the measured primitives, with Holm's levels in each family (shown worse, shown non-inferior)."""
+    measured = list(boots)
+    pass_reject, pass_level, pass_adj = holm([metrics[p]["p_noninferior"] for p in measured], alpha)
+    fail_reject, fail_level, fail_adj = holm([metrics[p]["p_worse"] for p in measured], alpha)
+    for k, prim in enumerate(measured):
+        _decide(
+            metrics[prim],
+            boots[prim],
+            margins[prim],
+            paired,
+            prim,
+            shown_noninferior=bool(pass_reject[k]),
+            shown_worse=bool(fail_reject[k]),
+            pass_level=float(pass_level[k]),
+            fail_level=float(fail_level[k]),
+            p_pass_holm=float(pass_adj[k]),
+            p_fail_holm=float(fail_adj[k]),
+        )
 
 
 def _measure(
@@ -421,7 +404,7 @@ def _noise(out: dict[str, Any], paired: Paired, prim: str) -> tuple[dict[str, An
 def _advice(
     out: dict[str, Any], margin: Margin, repeats: int, pass_level: float, fail_level: float, within_sum: float | None
 ) -> dict[str, Any]:
-    """How much more data would make this metric decisive, from the paired sample-size formula (§3.2)
+    """How much more data would make this metric decisive, from the paired sample-size formula (docs/statistics.md §6.2)
     evaluated at the observed difference: n = (z_{1−α} + z_{power})² · V / gap², V = n·se² (per-item
     variance of D including the design effect), gap = distance from Δ̂ to the margin it is heading for."""
     diff, n, se = out["difference"], out["n"], out["se"]

@@ -2,7 +2,7 @@
 
 Actions: act as if True, act as if False, or defer. A wrong action costs `error_cost` (either way),
 deferring costs `defer_cost`, a right action nothing. Because p* is exact on Sys1Cal, the expected loss
-of an action is exact too: (1−p*)·c, p*·c or c_D (calibration-statistics.md §1.6).
+of an action is exact too: (1−p*)·c, p*·c or c_D (docs/statistics.md §4).
 """
 
 from __future__ import annotations

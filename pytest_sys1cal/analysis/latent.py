@@ -16,7 +16,7 @@ import numpy as np
 from .stats import Clusters, NotEnoughData
 
 # Bounds of (λ, α, β). λ ≤ 1 and β ≥ 1 keep F ≥ 0 for every μ, hence μ ≤ f(μ) ≤ 1 with f increasing
-# (calibration-statistics.md §1.4); the model therefore cannot express Choice < μ_S.
+# (docs/statistics.md §2.1); the model therefore cannot express Choice < μ_S.
 LOWER = np.array([0.0, 0.05, 1.0])
 UPPER = np.array([1.0, 3.0, 4.0])
 # λ trades off against α+β, so the objective is flat along a ridge: several starts, keep the lowest cost.

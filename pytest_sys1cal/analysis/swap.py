@@ -19,7 +19,7 @@ def option_swap_table(table: ItemTable) -> dict[str, Any] | None:
     shift = P(True | [False, True]) − P(True | [True, False]): positive when True gains by being shown
     second. first_position_rate = choose-A rate: per rendering, the average over the two orders of
     1{the option shown first gets the larger probability} (ties ½); 0.5 for an order-blind model
-    whatever its accuracy (calibration-statistics.md §1.7). The readout metrics (recall, AUC, offset,
+    whatever its accuracy (docs/statistics.md §5.1). The readout metrics (recall, AUC, offset,
     sep) are those of Choice averaged over both orders.
     """
     plain, swapped = table.p_choice, table.p_choice_swapped

@@ -2,7 +2,7 @@
 
 λ = 0 ⇔ f(μ) = μ, i.e. Choice equals the Score expectation, and λ > 0 ⇒ Choice > μ_S. So the valid test
 needs no fit at all: per latent problem d_j = mean over its renderings of (Choice − μ_S), tested one-sided
-(calibration-statistics.md §2.4: size 0.050, power 0.91 at λ = 0.3). The paper instead fits λ_j per problem
+(docs/statistics.md §2.3: size 0.050, power 0.91 at λ = 0.3). The paper instead fits λ_j per problem
 on a grid clipped to [0, 1] and t-tests their mean; clipping makes that mean positive even when λ = 0, so
 that statistic is reported for comparison only.
 """

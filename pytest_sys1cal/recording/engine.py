@@ -341,34 +341,10 @@ class Engine:
             if attempt == 1:  # the retry budget runs from the first send, not from the wait for a turn
                 job.unsent -= 1
                 started = time.monotonic()
-            projected = self.cost.projected(unit.tokens)
-            self.cost.in_flight += projected
-            if self.stats.first_send is None:
-                self.stats.first_send = time.monotonic()
-            retry_after: float | None = None
-            try:
-                response = await client.send(first if attempt == 1 else build())
-            except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
-                self.cost.in_flight -= projected
-                raise MeasurementError(f"cannot send to {request.url}: {exc}", fatal=True) from None
-            except httpx.TransportError as exc:
-                self.cost.in_flight -= projected
-                failure: BaseException = exc
-            else:
-                wire = WireResponse(response.status_code, dict(response.headers), response.content)
-                if 200 <= wire.status < 300:
-                    self.cost.answered(unit.tokens, projected, reported_input_tokens(wire))
-                    self.stats.sent_ok += 1
-                    self.stats.last_answer = time.monotonic()
-                    return wire, response.extensions.get(INTERACTION_KEY)
-                self.cost.in_flight -= projected  # assumed unbilled: the server did not answer
-                error = self.measurer.adapter.error(wire)
-                if wire.status not in RETRY_STATUSES:
-                    raise MeasurementError(f"server error: {error}", fatal=error.fatal)
-                failure = error
-                retry_after = retry_after_seconds(wire.headers)
-                if wire.status in SLOW_DOWN_STATUSES:
-                    self._pacer.hold(retry_after if retry_after is not None else self.settings.backoff_initial)
+            answer, failure, retry_after = await self._attempt(unit, first if attempt == 1 else build())
+            if answer is not None:
+                return answer
+            assert failure is not None
             delay = retry_after if retry_after is not None else backoff(attempt, self.settings, self._rng)
             # A server that refuses every connection before answering anything is not up: say so after a few
             # quick tries instead of spending the whole retry budget.
@@ -380,6 +356,38 @@ class Engine:
                 raise self._gave_up(request, failure, attempt, time.monotonic() - started)
             self.stats.retries += 1
             await asyncio.sleep(delay)
+
+    async def _attempt(
+        self, unit: _Unit, http_request: httpx.Request
+    ) -> tuple[tuple[WireResponse, Any] | None, BaseException | None, float | None]:
+        """One send: the answer with the interaction to record, or the failure worth retrying and the wait
+        the server asked for. Raises MeasurementError for what no retry would mend."""
+        projected = self.cost.projected(unit.tokens)
+        self.cost.in_flight += projected
+        if self.stats.first_send is None:
+            self.stats.first_send = time.monotonic()
+        try:
+            response = await self._client.send(http_request)
+        except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
+            self.cost.in_flight -= projected
+            raise MeasurementError(f"cannot send to {unit.request.url}: {exc}", fatal=True) from None
+        except httpx.TransportError as exc:
+            self.cost.in_flight -= projected
+            return None, exc, None
+        wire = WireResponse(response.status_code, dict(response.headers), response.content)
+        if 200 <= wire.status < 300:
+            self.cost.answered(unit.tokens, projected, reported_input_tokens(wire))
+            self.stats.sent_ok += 1
+            self.stats.last_answer = time.monotonic()
+            return (wire, response.extensions.get(INTERACTION_KEY)), None, None
+        self.cost.in_flight -= projected  # assumed unbilled: the server did not answer
+        error = self.measurer.adapter.error(wire)
+        if wire.status not in RETRY_STATUSES:
+            raise MeasurementError(f"server error: {error}", fatal=error.fatal)
+        retry_after = retry_after_seconds(wire.headers)
+        if wire.status in SLOW_DOWN_STATUSES:
+            self._pacer.hold(retry_after if retry_after is not None else self.settings.backoff_initial)
+        return None, error, retry_after
 
     def _gave_up(self, request: WireRequest, failure: BaseException, attempts: int, elapsed: float) -> MeasurementError:
         tried = f"{attempts} attempt{'s' if attempts != 1 else ''} in {elapsed:.1f} s"

@@ -1,4 +1,4 @@
-"""The JSON report (``--sys1cal-report``): the run's numbers under the stable keys of SPEC.md; writing it, and
+"""The JSON report (``--sys1cal-report``): the run's numbers under the stable keys of docs/report.md; writing it, and
 reading one back (baselines, contamination and power checks).
 
 No timestamps or timings: the same cassettes and seed give a byte-identical file.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..vocabulary import FAILED
 from .gates import gate_table
 from .paper_tables import build_tables
 from .table import markdown
@@ -12,7 +13,7 @@ from .table import markdown
 
 def summary_markdown(result: Mapping[str, Any]) -> str:
     model, dataset = result["model"], result["dataset"]
-    failed = [g for g in result.get("gates", []) if g.get("verdict") == "FAILED"]
+    failed = [g for g in result.get("gates", []) if g.get("verdict") == FAILED]
     verdict = f"❌ {len(failed)} gate(s) FAILED" if failed else "✅ all measured gates passed"
     lines = [
         f"### Sys1Cal calibration: {model['name']} {model['version']} — {verdict}",

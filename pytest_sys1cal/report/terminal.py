@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..vocabulary import FAILED, INCONCLUSIVE, PASSED
 from .gates import comparison_table, gate_table
 from .paper_tables import build_tables
 from .table import Table, aligned
@@ -13,7 +14,7 @@ from .table import Table, aligned
 Line = tuple[str, dict[str, bool]]
 
 
-VERDICT_MARKUP = {"passed": {"green": True}, "FAILED": {"red": True, "bold": True}, "inconclusive": {"yellow": True}}
+VERDICT_MARKUP = {PASSED: {"green": True}, FAILED: {"red": True, "bold": True}, INCONCLUSIVE: {"yellow": True}}
 
 
 def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) -> list[Line]:
@@ -55,7 +56,7 @@ def gate_lines(result: Mapping[str, Any]) -> list[Line]:
         return [("", {}), ("Gates: none configured for this model (see thresholds.yaml)", {"bold": True})]
     gates = result["gates"]
     lines = [("", {})] + format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
-    failed = [g for g in gates if g["verdict"] == "FAILED"]
+    failed = [g for g in gates if g["verdict"] == FAILED]
     if failed:
         model = result["model"]
         lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates)} gates", {"red": True, "bold": True}))

@@ -1,0 +1,1 @@
+"""The project's tests, a package so that they import their helpers (tests.loopback) by name."""

@@ -1,0 +1,1 @@
+"""Tests of the analysis: pure functions on crafted and published data."""

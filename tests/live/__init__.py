@@ -1,0 +1,1 @@
+"""Tests against real local model servers (marker live); skipped where the server is not installed."""

@@ -1,0 +1,186 @@
+"""The house rules of the package, checked on its source: one job per module, imports one way, no cycles.
+
+Each rule is read off the code with `ast` (imports inside functions included), so a change that breaks
+one fails here with the module and line to look at."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "pytest_sys1cal"
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60
+# Names of the shared vocabulary: defined in vocabulary.py and nowhere else.
+VOCABULARY = {
+    "PRIMITIVES",
+    "LABELS",
+    "PASSED",
+    "FAILED",
+    "INCONCLUSIVE",
+    "NOT_MEASURED",
+    "RECORD_MODES",
+    "REPORT_SCHEMA",
+    "MANIFEST_SCHEMA",
+}
+# What the pure parts must not import: they run without pytest (commands, reports read back) and
+# without the recording stack.
+FORBIDDEN = {
+    "analysis": {"pytest", "_pytest", "vcr", "httpx"},
+    "report": {"pytest", "_pytest", "vcr", "httpx"},
+    "gates": {"pytest", "_pytest"},
+    "generate": {"pytest", "_pytest", "vcr", "httpx"},
+    "commands": {"pytest", "_pytest", "vcr", "httpx"},
+}
+
+
+def modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def imports(path: Path) -> Iterator[tuple[str, int]]:
+    """(imported module, line) for every import in the file, at any depth, relative ones resolved."""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    for node in ast.walk(tree(path)):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield base, node.lineno
+            # `from . import x` / `from .pkg import module`: the names may be modules themselves.
+            yield from ((f"{base}.{alias.name}", node.lineno) for alias in node.names)
+
+
+def internal_graph() -> dict[str, set[str]]:
+    known = {module_name(p) for p in modules()}
+    graph: dict[str, set[str]] = {}
+    for path in modules():
+        name = module_name(path)
+        targets = set()
+        for imported, _line in imports(path):
+            # An import of a.b.c also runs a and a.b (their __init__): count the deepest known module.
+            parts = imported.split(".")
+            for depth in range(len(parts), 0, -1):
+                candidate = ".".join(parts[:depth])
+                if candidate in known:
+                    if candidate != name:
+                        targets.add(candidate)
+                    break
+        graph[name] = targets
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_no_import_cycle_counting_imports_inside_functions() -> None:
+    graph = internal_graph()
+    # A package __init__ that imports its own submodules is not a cycle of the design; leave those edges out.
+    for name, targets in graph.items():
+        graph[name] = {t for t in targets if not name.startswith(t + ".")}
+    assert find_cycle(graph) is None, f"import cycle: {' → '.join(find_cycle(graph) or [])}"
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_module_over_500_lines() -> None:
+    long = {str(p.relative_to(REPO)): n for p in modules() if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+def test_no_function_over_60_lines() -> None:
+    long = []
+    for path in modules():
+        for node in ast.walk(tree(path)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({length} lines)")
+    assert not long, "functions over 60 lines:\n" + "\n".join(long)
+
+
+@pytest.mark.parametrize("part", sorted(FORBIDDEN))
+def test_pure_parts_import_no_pytest_or_http(part: str) -> None:
+    found = [
+        f"{path.relative_to(REPO)}:{line} imports {imported}"
+        for path in sorted((PACKAGE / part).rglob("*.py"))
+        for imported, line in imports(path)
+        if imported.split(".")[0] in FORBIDDEN[part]
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_each_shared_name_is_defined_once_in_vocabulary() -> None:
+    defined = []
+    for path in modules():
+        for node in tree(path).body:
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            names |= {e.id for t in targets if isinstance(t, ast.Tuple) for e in t.elts if isinstance(e, ast.Name)}
+            defined += [(name, path.name) for name in names & VOCABULARY if path.name != "vocabulary.py"]
+    assert not defined, f"defined outside vocabulary.py: {defined}"
+
+
+def test_every_file_the_package_cites_is_in_the_repository() -> None:
+    cited = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:md|yaml|json|py))\b")
+    missing = []
+    for path in modules():
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            for name in cited.findall(line):
+                if (
+                    name.count("/")
+                    and not (REPO / name).exists()
+                    and not (PACKAGE / name).exists()
+                    or name.endswith(".md")
+                    and not name.count("/")
+                    and not any(REPO.rglob(name))
+                ):
+                    missing.append(f"{path.relative_to(REPO)}:{number} cites {name}")
+    assert not missing, "\n".join(missing)
