@@ -12,6 +12,10 @@ import random
 from dataclasses import dataclass
 from fractions import Fraction
 
+FINE = 10_000  # explicit and compound probabilities: up to four decimal places
+COARSE = 100  # priors, likelihoods, trial probabilities: two places, so natural frequencies stay readable
+TARGET = 10**6  # resolution of the target p* that constructions aim at before their own rounding
+
 
 @dataclass(frozen=True)
 class Band:
@@ -60,6 +64,14 @@ def grid_point(rng: random.Random, band: Band, denominator: int) -> int | None:
     k_min = math.ceil(low) if band.low_closed else math.floor(low) + 1
     k_max = math.floor(high) if band.high_closed else math.ceil(high) - 1
     return rng.randint(k_min, k_max) if k_min <= k_max else None
+
+
+def on_grid(rng: random.Random, band: Band, denominator: int) -> Fraction:
+    """A uniform k/denominator inside the band; ValueError when the grid has no point there."""
+    k = grid_point(rng, band, denominator)
+    if k is None:
+        raise ValueError(f"band {band.label} has no point on the 1/{denominator} grid")
+    return Fraction(k, denominator)
 
 
 def probability_on_grid(rng: random.Random, denominator: int) -> Fraction:
