@@ -23,7 +23,7 @@ from .contamination_sides import (
 )
 from .stats import percentile_interval
 
-RESAMPLES = 2000
+CONTAMINATION_RESAMPLES = 2000
 CHUNK = 250  # bootstrap resamples per block: bounds the (resamples × latent problems) count matrices
 DEFAULT_STRATA = "family+band"
 
@@ -31,7 +31,7 @@ SUSPICIOUS = "suspicious"
 NOT_SUSPICIOUS = "not suspicious"
 
 # Per primitive and side: (J, C) sums of OVL and counts of measured renderings per latent problem and stratum.
-Table = Mapping[str, tuple[np.ndarray, np.ndarray]]
+StratumSums = Mapping[str, tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def check_contamination(
     fresh: Mapping[str, Any],
     *,
     seed: int = 0,
-    resamples: int = RESAMPLES,
+    resamples: int = CONTAMINATION_RESAMPLES,
     level: float = 0.95,
     stratify: str = DEFAULT_STRATA,
     exclude: Iterable[str] | None = None,
@@ -129,7 +129,7 @@ def _compare(sides: Sides, chosen: Sequence[str], rule: _Rule, seed: int, resamp
 
 
 def _bootstrap(
-    sides: Sides, tables: Mapping[str, Table], seed: int, resamples: int
+    sides: Sides, tables: Mapping[str, StratumSums], seed: int, resamples: int
 ) -> dict[str, dict[str, np.ndarray]]:
     """Per primitive, the raw and reweighted differences of every resample. One generator draws the public
     resamples, then the fresh ones, chunk by chunk; the draws are shared by every primitive."""
@@ -146,7 +146,7 @@ def _bootstrap(
 
 
 def _statistics(
-    table: Table, counts: Mapping[str, np.ndarray] | None, usable: np.ndarray
+    table: StratumSums, counts: Mapping[str, np.ndarray] | None, usable: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Raw and reweighted differences, public − fresh: one value per resample (or the point estimate when
     counts is None).
@@ -172,12 +172,12 @@ def _statistics(
     return raw, public - fresh
 
 
-def _shared(table: Table, usable: np.ndarray) -> np.ndarray:
+def _shared(table: StratumSums, usable: np.ndarray) -> np.ndarray:
     """Usable strata with measured renderings in both reports."""
     return usable & (table["public"][1].sum(axis=0) > 0) & (table["fresh"][1].sum(axis=0) > 0)
 
 
-def _weights(table: Table, usable: np.ndarray) -> np.ndarray:
+def _weights(table: StratumSums, usable: np.ndarray) -> np.ndarray:
     """The public set's shares of renderings over the shared strata (0 elsewhere)."""
     weights = np.where(_shared(table, usable), table["public"][1].sum(axis=0), 0.0)
     total = weights.sum()
@@ -186,7 +186,7 @@ def _weights(table: Table, usable: np.ndarray) -> np.ndarray:
 
 def _metric(
     prim: str,
-    table: Table,
+    table: StratumSums,
     sides: Sides,
     point: Mapping[str, float],
     boot: Mapping[str, np.ndarray],

@@ -150,12 +150,12 @@ def _stratum_of(item: Mapping[str, Any], keys: Sequence[str]) -> str:
     parts = {
         "family": lambda: item["family"],
         "representation": lambda: item["representation"],
-        "band": lambda: _band(item),
+        "band": lambda: _p_star_band(item),
     }
     return " ".join(parts[key]() for key in keys)
 
 
-def _band(item: Mapping[str, Any]) -> str:
+def _p_star_band(item: Mapping[str, Any]) -> str:
     """The Sys1Cal-v1 probability band of p* (the generator draws p* evenly over these bands; the public set
     is concentrated in the middle ones). repr() gives the decimal the dataset wrote, so a p* of 0.1 is exactly
     1/10 and lands in [0.01,0.10], not in the band above it."""
@@ -267,7 +267,7 @@ def build_sides(
     def fresh_group(item: Mapping[str, Any]) -> str:
         if "band" not in keys:
             return item["family"]
-        band = _band(item)
+        band = _p_star_band(item)
         return f"{item['family']} (thin bands)" if (item["family"], band) in thin else f"{item['family']} {band}"
 
     sides = {
@@ -286,7 +286,7 @@ def build_sides(
 
 def _thin_cells(fresh: Mapping[str, Any], exclusions: Exclusions) -> set[tuple[str, str]]:
     latents = {i["latent_instance_id"]: i for i in fresh["items"] if not exclusions.excludes(i)}
-    cells = Counter((item["family"], _band(item)) for item in latents.values())
+    cells = Counter((item["family"], _p_star_band(item)) for item in latents.values())
     return {cell for cell, count in cells.items() if count < MIN_FRESH_PER_CELL}
 
 
@@ -294,7 +294,7 @@ def _usable(sides: Iterable[Side], strata: Sequence[str], thin: set[tuple[str, s
     if not thin:
         return np.ones(len(strata), bool)
     cell_of = {
-        stratum: (item["family"], _band(item))
+        stratum: (item["family"], _p_star_band(item))
         for side in sides
         for item, stratum in zip(side.items, side.stratum, strict=True)
     }

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..analysis.contamination import DEFAULT_STRATA, RESAMPLES, check_contamination
+from ..analysis.contamination import CONTAMINATION_RESAMPLES, DEFAULT_STRATA, check_contamination
 from ..analysis.contamination_sides import ContaminationError
 from ..report.contamination import format_check
 from ..report.json_report import ReportError, dumps, read_report
@@ -18,7 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("public", type=Path, metavar="PUBLIC.json", help="JSON report of the model on the public set")
     parser.add_argument("fresh", type=Path, metavar="FRESH.json", help="JSON report of the same model on a fresh set")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=CONTAMINATION_RESAMPLES,
+        help=f"bootstrap resamples (default {CONTAMINATION_RESAMPLES})",
+    )
     parser.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     parser.add_argument(
         "--stratify",

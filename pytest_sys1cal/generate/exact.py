@@ -33,23 +33,23 @@ class Band:
         return above and below
 
 
-def _band(label: str, low: str, high: str, low_closed: bool, high_closed: bool) -> Band:
+def _make_band(label: str, low: str, high: str, low_closed: bool, high_closed: bool) -> Band:
     return Band(label, Fraction(low), Fraction(high), low_closed, high_closed)
 
 
 # The eleven `probability_band` values of Sys1Cal-v1, in order (checked against all 365 public items).
-ZERO = _band("0", "0", "0", True, True)
-ONE = _band("1", "1", "1", True, True)
+ZERO = _make_band("0", "0", "0", True, True)
+ONE = _make_band("1", "1", "1", True, True)
 INTERIOR_BANDS: tuple[Band, ...] = (
-    _band("(0,0.01)", "0", "0.01", False, False),
-    _band("[0.01,0.10]", "0.01", "0.10", True, True),
-    _band("(0.10,0.30]", "0.10", "0.30", False, True),
-    _band("(0.30,0.45]", "0.30", "0.45", False, True),
-    _band("(0.45,0.55]", "0.45", "0.55", False, True),
-    _band("(0.55,0.70]", "0.55", "0.70", False, True),
-    _band("(0.70,0.90]", "0.70", "0.90", False, True),
-    _band("(0.90,0.99]", "0.90", "0.99", False, True),
-    _band("(0.99,1)", "0.99", "1", False, False),
+    _make_band("(0,0.01)", "0", "0.01", False, False),
+    _make_band("[0.01,0.10]", "0.01", "0.10", True, True),
+    _make_band("(0.10,0.30]", "0.10", "0.30", False, True),
+    _make_band("(0.30,0.45]", "0.30", "0.45", False, True),
+    _make_band("(0.45,0.55]", "0.45", "0.55", False, True),
+    _make_band("(0.55,0.70]", "0.55", "0.70", False, True),
+    _make_band("(0.70,0.90]", "0.70", "0.90", False, True),
+    _make_band("(0.90,0.99]", "0.90", "0.99", False, True),
+    _make_band("(0.99,1)", "0.99", "1", False, False),
 )
 ALL_BANDS: tuple[Band, ...] = (ZERO, *INTERIOR_BANDS, ONE)
 

@@ -14,7 +14,7 @@ from .problem import Family, Problem, Scales
 
 GENERATOR_VERSION = "sys1cal-gen-1"
 
-SCORE_LEVELS = (
+SCORE_LEVEL_NAMES = (
     "Completely false",
     "Very strongly false",
     "Strongly false",
@@ -26,7 +26,7 @@ SCORE_LEVELS = (
     "Very strongly true",
     "Completely true",
 )
-LEVEL_VALUES = [round(j / (len(SCORE_LEVELS) - 1), 10) for j in range(len(SCORE_LEVELS))]
+NORMALIZED_LEVEL_VALUES = [round(j / (len(SCORE_LEVEL_NAMES) - 1), 10) for j in range(len(SCORE_LEVEL_NAMES))]
 CHOICE_QUESTION = "What is the truth status of the following proposition?"
 SCORE_QUESTION = "To what degree is the following proposition true?"
 
@@ -168,8 +168,8 @@ def _queries(proposition: str) -> dict[str, Any]:
         "noul": {"proposition": proposition},
         "choice": {"options": ["False", "True"], "proposition": proposition, "question": CHOICE_QUESTION},
         "score": {
-            "levels": list(SCORE_LEVELS),
-            "normalized_level_values": LEVEL_VALUES,
+            "levels": list(SCORE_LEVEL_NAMES),
+            "normalized_level_values": NORMALIZED_LEVEL_VALUES,
             "proposition": proposition,
             "question": SCORE_QUESTION,
         },
@@ -182,7 +182,7 @@ def _parallel_primitives(family: Family, source_id: str, source_prompt: str, rep
     return {
         "negative_source_outcome": negative,
         "positive_source_outcome": positive,
-        "score_levels": len(SCORE_LEVELS),
+        "score_levels": len(SCORE_LEVEL_NAMES),
         "score_value_rule": "z_j = j / 9 for j = 0,...,9",
         "source_instance_id": source_id,
         "source_outcomes": [positive, negative],

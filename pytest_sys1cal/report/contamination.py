@@ -12,10 +12,10 @@ from .table import aligned
 
 def format_check(result: Mapping[str, Any]) -> str:
     """The check (`check_contamination`'s result) as text."""
-    return "\n".join([*_heading(result), "", *_differences(result), "", *_findings(result)])
+    return "\n".join([*_check_heading(result), "", *_differences(result), "", *_findings(result)])
 
 
-def _heading(result: Mapping[str, Any]) -> list[str]:
+def _check_heading(result: Mapping[str, Any]) -> list[str]:
     """What was compared, how, and the caveats."""
     lines = [f"Contamination check: {model_and_version(result['model'])}, mean OVL on the public set vs a fresh set"]
     for which in ("public", "fresh"):
@@ -35,7 +35,7 @@ def _heading(result: Mapping[str, Any]) -> list[str]:
             "weighted by the public set's share of renderings there (like with like); the raw difference alongside"
         )
     lines.append(
-        f"  {_level(result)} intervals from {result['resamples']} bootstrap resamples ({result['bootstrap']}); "
+        f"  {_level_percent(result)} intervals from {result['resamples']} bootstrap resamples ({result['bootstrap']}); "
         f"seed {result['seed']}; repeats {result['repeats']['public']} public, {result['repeats']['fresh']} fresh"
     )
     return lines + [f"  caveat: {text}" for text in result["caveats"]]
@@ -43,7 +43,7 @@ def _heading(result: Mapping[str, Any]) -> list[str]:
 
 def _differences(result: Mapping[str, Any]) -> list[str]:
     """The table: per primitive, public and fresh mean OVL, raw and reweighted differences with intervals."""
-    level = _level(result)
+    level = _level_percent(result)
     header = ["primitive", "public", "fresh", "raw diff", f"{level} CI", "fresh reweighted", "reweighted diff"]
     header.append(f"{level} CI")
     rows = []
@@ -97,11 +97,11 @@ def _finding_line(result: Mapping[str, Any], metric: Mapping[str, Any]) -> str:
     extra = f"; {lost} public renderings have no fresh counterpart and are left out" if reweighted and lost else ""
     return (
         f"{metric['label']}: public {public:.3f} vs fresh {fresh:.3f}{how}, difference {chosen['difference']:+.3f} "
-        f"[{_level(result)} CI {chosen['ci'][0]:+.3f}, {chosen['ci'][1]:+.3f}]: {metric['finding']}{extra}"
+        f"[{_level_percent(result)} CI {chosen['ci'][0]:+.3f}, {chosen['ci'][1]:+.3f}]: {metric['finding']}{extra}"
     )
 
 
-def _level(result: Mapping[str, Any]) -> str:
+def _level_percent(result: Mapping[str, Any]) -> str:
     return f"{result['level']:.0%}"
 
 

@@ -15,7 +15,7 @@ def format_plan(result: Mapping[str, Any]) -> str:
     """The plan (`plan_power`'s result) as text."""
     return "\n".join(
         [
-            *_heading(result),
+            *_plan_heading(result),
             *_inputs(result),
             "",
             *_sample_sizes(result),
@@ -33,7 +33,7 @@ def _plural(count: int) -> str:
     return "s" if count != 1 else ""
 
 
-def _heading(result: Mapping[str, Any]) -> list[str]:
+def _plan_heading(result: Mapping[str, Any]) -> list[str]:
     est, dataset = result["estimates"], result["dataset"]
     what = (
         "paired design: the same renderings measured by two versions (the upgrade gate, --sys1cal-baseline)"
