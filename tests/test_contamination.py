@@ -1,6 +1,6 @@
-"""analysis/contamination.py: the unpaired public − fresh comparison on synthetic reports with a known truth (interval
-coverage under no difference, detection of a built-in public advantage, the family reweighting removing a
-composition effect), the refusals, and `python -m pytest_sys1cal contamination` end to end."""
+"""analysis/contamination.py: the unpaired public − fresh comparison on synthetic reports with a known truth
+(interval coverage under no difference, detection of a built-in public advantage, the family reweighting removing
+a composition effect), the refusals, and `python -m pytest_sys1cal contamination` end to end."""
 
 from __future__ import annotations
 
