@@ -11,9 +11,9 @@ import importlib
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "generate": ("pytest_sys1cal.generate", "write a fresh Sys1Cal dataset from a seed"),
-    "contamination": ("pytest_sys1cal.contamination", "compare mean OVL on public vs fresh items"),
-    "power": ("pytest_sys1cal.power", "how many problems and repeats detect a given drop in mean OVL"),
+    "generate": ("pytest_sys1cal.commands.generate", "write a fresh Sys1Cal dataset from a seed"),
+    "contamination": ("pytest_sys1cal.commands.contamination", "compare mean OVL on public vs fresh items"),
+    "power": ("pytest_sys1cal.commands.power", "how many problems and repeats detect a given drop in mean OVL"),
 }
 
 

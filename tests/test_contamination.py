@@ -1,6 +1,6 @@
-"""contamination.py: the unpaired public − fresh comparison on synthetic reports with a known truth (interval
-coverage under no difference, detection of a built-in public advantage, the family reweighting removing a
-composition effect), the refusals, and `python -m pytest_sys1cal contamination` end to end."""
+"""analysis/contamination.py: the unpaired public − fresh comparison on synthetic reports with a known truth
+(interval coverage under no difference, detection of a built-in public advantage, the family reweighting removing
+a composition effect), the refusals, and `python -m pytest_sys1cal contamination` end to end."""
 
 from __future__ import annotations
 
@@ -13,13 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_sys1cal.contamination import (
-    NOT_SUSPICIOUS,
-    SUSPICIOUS,
-    ContaminationError,
-    check_contamination,
-    format_check,
-)
+from pytest_sys1cal.analysis.contamination import NOT_SUSPICIOUS, SUSPICIOUS, check_contamination
+from pytest_sys1cal.analysis.contamination_sides import ContaminationError
+from pytest_sys1cal.report.contamination import format_check
 
 # Family → mean distance of the answers to p*: families differ in difficulty, as real ones do.
 DIFFICULTY = {"alpha": 0.10, "beta": 0.12, "gamma": 0.15, "delta": 0.18, "epsilon": 0.22, "zeta": 0.26}
@@ -163,7 +159,7 @@ def test_unmeasured_primitive_and_exclusions() -> None:
 
 
 def test_bundled_public_set_leaks_are_left_out_by_default() -> None:
-    from pytest_sys1cal.contamination import _bundled_public_sha
+    from pytest_sys1cal.analysis.contamination_sides import _bundled_public_sha
 
     sha = _bundled_public_sha()
     assert sha is not None

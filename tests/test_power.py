@@ -1,4 +1,4 @@
-"""power.py: the sample-size formula against calibration-statistics.md §3.2, the σ_w / between-item SD / ρ
+"""analysis/power.py: the sample-size formula against docs/power.md, the σ_w / between-item SD / ρ
 estimators on synthetic reports with known values, a Monte Carlo check of a planned design, and the
 `python -m pytest_sys1cal power` command end to end."""
 
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_sys1cal.power import (
+from pytest_sys1cal.analysis.power import (
     PowerError,
     design_effect,
     detectable_drop,
@@ -30,7 +30,7 @@ LEVELS = np.arange(10) / 9
 
 # ============================================================================================ the formula
 
-# calibration-statistics.md §3.2, "n needed for δ = 0.02 (DEFF = 1)": (σ_Δ, σ_w) → n at r = 1, 3, 10, ∞.
+# docs/power.md, "Renderings needed for δ = 0.02 (DEFF = 1)": (σ_Δ, σ_w) → n at r = 1, 3, 10, ∞.
 DOC_TABLE = {
     (0.02, 0.05): (84, 32, 14, 7),
     (0.02, 0.10): (316, 110, 38, 7),
@@ -289,7 +289,7 @@ def test_command_prints_the_table_and_json(tmp_path: Path) -> None:
     out = done.stdout
     assert "Power for Noul mean OVL" in out and "measured: 4 repeats per rendering" in out
     assert "repeats" in out and "latent problems" in out and "MDE of this report's design" in out
-    assert re.findall(r"^ +(\d+) +\d\.\d\d +\d\.\d\d ", out, re.M) == ["1", "3", "5", "10", "20"]
+    assert re.findall(r"^ *(\d+) +\d\.\d\d +\d\.\d\d ", out, re.M) == ["1", "3", "5", "10", "20"]
     data = json.loads(_run(str(path), "--drop", "0.02", "--json").stdout)
     assert data["primitive"] == "choice" and len(data["table"]) == 5
 

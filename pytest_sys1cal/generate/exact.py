@@ -12,6 +12,10 @@ import random
 from dataclasses import dataclass
 from fractions import Fraction
 
+FINE = 10_000  # explicit and compound probabilities: up to four decimal places
+COARSE = 100  # priors, likelihoods, trial probabilities: two places, so natural frequencies stay readable
+TARGET = 10**6  # resolution of the target p* that constructions aim at before their own rounding
+
 
 @dataclass(frozen=True)
 class Band:
@@ -29,23 +33,23 @@ class Band:
         return above and below
 
 
-def _band(label: str, low: str, high: str, low_closed: bool, high_closed: bool) -> Band:
+def _make_band(label: str, low: str, high: str, low_closed: bool, high_closed: bool) -> Band:
     return Band(label, Fraction(low), Fraction(high), low_closed, high_closed)
 
 
 # The eleven `probability_band` values of Sys1Cal-v1, in order (checked against all 365 public items).
-ZERO = _band("0", "0", "0", True, True)
-ONE = _band("1", "1", "1", True, True)
+ZERO = _make_band("0", "0", "0", True, True)
+ONE = _make_band("1", "1", "1", True, True)
 INTERIOR_BANDS: tuple[Band, ...] = (
-    _band("(0,0.01)", "0", "0.01", False, False),
-    _band("[0.01,0.10]", "0.01", "0.10", True, True),
-    _band("(0.10,0.30]", "0.10", "0.30", False, True),
-    _band("(0.30,0.45]", "0.30", "0.45", False, True),
-    _band("(0.45,0.55]", "0.45", "0.55", False, True),
-    _band("(0.55,0.70]", "0.55", "0.70", False, True),
-    _band("(0.70,0.90]", "0.70", "0.90", False, True),
-    _band("(0.90,0.99]", "0.90", "0.99", False, True),
-    _band("(0.99,1)", "0.99", "1", False, False),
+    _make_band("(0,0.01)", "0", "0.01", False, False),
+    _make_band("[0.01,0.10]", "0.01", "0.10", True, True),
+    _make_band("(0.10,0.30]", "0.10", "0.30", False, True),
+    _make_band("(0.30,0.45]", "0.30", "0.45", False, True),
+    _make_band("(0.45,0.55]", "0.45", "0.55", False, True),
+    _make_band("(0.55,0.70]", "0.55", "0.70", False, True),
+    _make_band("(0.70,0.90]", "0.70", "0.90", False, True),
+    _make_band("(0.90,0.99]", "0.90", "0.99", False, True),
+    _make_band("(0.99,1)", "0.99", "1", False, False),
 )
 ALL_BANDS: tuple[Band, ...] = (ZERO, *INTERIOR_BANDS, ONE)
 
@@ -60,6 +64,14 @@ def grid_point(rng: random.Random, band: Band, denominator: int) -> int | None:
     k_min = math.ceil(low) if band.low_closed else math.floor(low) + 1
     k_max = math.floor(high) if band.high_closed else math.ceil(high) - 1
     return rng.randint(k_min, k_max) if k_min <= k_max else None
+
+
+def on_grid(rng: random.Random, band: Band, denominator: int) -> Fraction:
+    """A uniform k/denominator inside the band; ValueError when the grid has no point there."""
+    k = grid_point(rng, band, denominator)
+    if k is None:
+        raise ValueError(f"band {band.label} has no point on the 1/{denominator} grid")
+    return Fraction(k, denominator)
 
 
 def probability_on_grid(rng: random.Random, denominator: int) -> Fraction:

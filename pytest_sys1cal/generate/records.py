@@ -10,11 +10,11 @@ from fractions import Fraction
 from typing import Any
 
 from .exact import band_of
-from .families import Family, Problem, Scales
+from .problem import Family, Problem, Scales
 
 GENERATOR_VERSION = "sys1cal-gen-1"
 
-SCORE_LEVELS = (
+SCORE_LEVEL_NAMES = (
     "Completely false",
     "Very strongly false",
     "Strongly false",
@@ -26,7 +26,7 @@ SCORE_LEVELS = (
     "Very strongly true",
     "Completely true",
 )
-LEVEL_VALUES = [round(j / (len(SCORE_LEVELS) - 1), 10) for j in range(len(SCORE_LEVELS))]
+NORMALIZED_LEVEL_VALUES = [round(j / (len(SCORE_LEVEL_NAMES) - 1), 10) for j in range(len(SCORE_LEVEL_NAMES))]
 CHOICE_QUESTION = "What is the truth status of the following proposition?"
 SCORE_QUESTION = "To what degree is the following proposition true?"
 
@@ -128,16 +128,7 @@ def build_records(
     # Not sent to the model, so it may hold the answer: exact p* as a fraction.
     parameters = {**problem.parameters(), "p_star": f"{p.numerator}/{p.denominator}"}
     source_prompt = f"{problem.question} Return a normalized probability for each of: {positive}, {negative}."
-    queries = {
-        "noul": {"proposition": proposition},
-        "choice": {"options": ["False", "True"], "proposition": proposition, "question": CHOICE_QUESTION},
-        "score": {
-            "levels": list(SCORE_LEVELS),
-            "normalized_level_values": LEVEL_VALUES,
-            "proposition": proposition,
-            "question": SCORE_QUESTION,
-        },
-    }
+    queries = _queries(proposition)
     band = band_of(p)
     records = []
     for representation, state in states.items():
@@ -150,16 +141,7 @@ def build_records(
                 "generator_metadata": {
                     "generator": generator,
                     "parameters": parameters,
-                    "parallel_primitives": {
-                        "negative_source_outcome": negative,
-                        "positive_source_outcome": positive,
-                        "score_levels": len(SCORE_LEVELS),
-                        "score_value_rule": "z_j = j / 9 for j = 0,...,9",
-                        "source_instance_id": source_id,
-                        "source_outcomes": [positive, negative],
-                        "source_prompt": source_prompt,
-                        "source_representation": representation,
-                    },
+                    "parallel_primitives": _parallel_primitives(family, source_id, source_prompt, representation),
                 },
                 "gold": {"probability_false": gold_false, "probability_true": gold_true},
                 # Ties go to the lexicographically larger label, as in Sys1Cal-v1.
@@ -178,3 +160,32 @@ def build_records(
             }
         )
     return records
+
+
+def _queries(proposition: str) -> dict[str, Any]:
+    """The three questions of a record, as Sys1Cal-v1 asks them."""
+    return {
+        "noul": {"proposition": proposition},
+        "choice": {"options": ["False", "True"], "proposition": proposition, "question": CHOICE_QUESTION},
+        "score": {
+            "levels": list(SCORE_LEVEL_NAMES),
+            "normalized_level_values": NORMALIZED_LEVEL_VALUES,
+            "proposition": proposition,
+            "question": SCORE_QUESTION,
+        },
+    }
+
+
+def _parallel_primitives(family: Family, source_id: str, source_prompt: str, representation: str) -> dict[str, Any]:
+    """The metadata block that ties a record to its source question, as in Sys1Cal-v1."""
+    positive, negative = family.positive, family.negative
+    return {
+        "negative_source_outcome": negative,
+        "positive_source_outcome": positive,
+        "score_levels": len(SCORE_LEVEL_NAMES),
+        "score_value_rule": "z_j = j / 9 for j = 0,...,9",
+        "source_instance_id": source_id,
+        "source_outcomes": [positive, negative],
+        "source_prompt": source_prompt,
+        "source_representation": representation,
+    }
