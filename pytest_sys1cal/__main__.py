@@ -1,6 +1,6 @@
 """`python -m pytest_sys1cal COMMAND ...`: work outside a test run.
 
-Each command lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``;
+Each command lives in its own module exposing ``add_arguments(parser)`` and ``main(args) -> int``;
 only the chosen command's module is imported, so ``--help`` stays fast.
 """
 
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         if name == chosen:
             importlib.import_module(module).add_arguments(command_parser)
     args = parser.parse_args(argv)
-    return int(importlib.import_module(COMMANDS[args.command][0]).run(args))
+    return int(importlib.import_module(COMMANDS[args.command][0]).main(args))
 
 
 if __name__ == "__main__":

@@ -25,11 +25,10 @@ from vcr.serialize import serialize
 from vcr.serializers import jsonserializer
 
 from .dataset import Rendering
-from .errors import InputError
 from .files import write_atomic
+from .manifest import MANIFEST, read_manifest
 from .vocabulary import MANIFEST_SCHEMA, RECORD_MODES
 
-MANIFEST = "manifest.json"
 EXTENSION_KEY = "sys1cal_cassette"
 INTERACTION_KEY = "sys1cal_interaction"
 REDACTED = "<REDACTED>"
@@ -94,6 +93,7 @@ class CassetteStore:
         if record_mode not in RECORD_MODES:
             raise ValueError(f"record mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
         self.root = root
+        self.model, self.version = model, version
         self.folder = root / model / version
         self.record_mode = record_mode
         self._secrets = [s for s in secrets if s]
@@ -122,20 +122,21 @@ class CassetteStore:
             cassette._save(force=True)
 
     def read_manifest(self) -> dict[str, Any] | None:
-        path = self.folder / MANIFEST
-        if not path.is_file():
-            return None
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise InputError(f"{path}: not valid JSON ({exc}); re-record or restore it") from None
-        if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
-            raise InputError(f"{path}: not a {MANIFEST_SCHEMA} manifest")
-        return manifest
+        """The folder's validated manifest (manifest.py), None when there is none."""
+        return read_manifest(self.folder / MANIFEST, self.model, self.version)
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:
         text = json.dumps({"schema": MANIFEST_SCHEMA, **manifest}, indent=2, sort_keys=True) + "\n"
         write_atomic(self.folder / MANIFEST, self._redact(text))
+
+    def remove_empty_folder(self) -> None:
+        """Undo a recording that saved nothing: the manifest it wrote, and the folders it left empty."""
+        if any(self.folder.glob("*/*.json")):
+            return
+        (self.folder / MANIFEST).unlink(missing_ok=True)
+        for directory in [*sorted(self.folder.glob("*/"), reverse=True), self.folder, self.folder.parent, self.root]:
+            if directory.is_dir() and not any(directory.iterdir()):
+                directory.rmdir()
 
     def _redact(self, text: str) -> str:
         for secret in self._secrets:

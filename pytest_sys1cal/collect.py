@@ -4,7 +4,7 @@ only asks the measurer for its rendering's result."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +13,12 @@ import pytest
 from .dataset import Dataset, Rendering
 from .errors import MeasurementError
 from .measure import Measurer, result_row
-from .vocabulary import FAILED, PASSED
+from .vocabulary import FAILED, INCONCLUSIVE, PASSED
 
 MARKER = "sys1cal: a Sys1Cal benchmark rendering (added automatically by pytest-sys1cal)"
-# A gate as a test outcome: anything but passed and FAILED (not measured, inconclusive) is a skip.
-OUTCOMES = {PASSED: "passed", FAILED: "failed"}
+# A gate as a test outcome: an inconclusive comparison does not pass, so it fails like FAILED; a gate not
+# measured or not applicable (a run of part of the dataset) is a skip.
+OUTCOMES = {PASSED: "passed", FAILED: "failed", INCONCLUSIVE: "failed"}
 
 
 class Sys1CalItem(pytest.Item):
@@ -39,6 +40,9 @@ class Sys1CalItem(pytest.Item):
             self.sys1cal_result = result_row(self.rendering, [], error=str(exc))
             if exc.fatal:
                 self.session.shouldstop = f"sys1cal: {exc}"
+            raise
+        except Exception as exc:  # a bug: still counted as failed everywhere, and shown with its traceback
+            self.sys1cal_result = result_row(self.rendering, [], error=f"{type(exc).__name__}: {exc}")
             raise
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -104,18 +108,23 @@ def renderings_of_nodeids(nodeids: Sequence[str], model: str, dataset: Dataset) 
     return [by_name[name] for name in names if name in by_name]
 
 
-def gate_reports(gates: Sequence[Mapping[str, Any]], source: str) -> Iterator[pytest.TestReport]:
-    """For each gate a call report carrying its verdict, then the teardown report that closes it."""
+def gate_reports(
+    gates: Sequence[Mapping[str, Any]], locate: Callable[[str], tuple[str, int]]
+) -> Iterator[tuple[pytest.TestReport, str]]:
+    """For each gate a call report carrying its verdict, then the teardown report that closes it (each with
+    the gate's verdict). `locate(name)` gives the file and 1-based line that configure the gate."""
     for gate in gates:
         nodeid = f"sys1cal::gates::{gate['name']}"
-        location = (source, 0, f"sys1cal gate {gate['name']}")
+        path, line = locate(gate["name"])
+        location = (path, line - 1, f"sys1cal gate {gate['name']}")
         outcome = OUTCOMES.get(gate["verdict"], "skipped")
         explanation = gate.get("explanation") or gate["verdict"]
         longrepr: Any = None
         if outcome == "failed":
-            longrepr = explanation
+            longrepr = f"{gate['verdict']}: {explanation}"
         elif outcome == "skipped":
-            longrepr = (source, 0, f"Skipped: {gate['verdict']}: {explanation}")
+            longrepr = (path, line, f"Skipped: {gate['verdict']}: {explanation}")
         properties = [(key, gate[key]) for key in ("metric", "observed", "limit", "verdict") if key in gate]
-        yield pytest.TestReport(nodeid, location, {}, outcome, longrepr, "call", user_properties=properties)
-        yield pytest.TestReport(nodeid, location, {}, "passed", None, "teardown")
+        report = pytest.TestReport(nodeid, location, {}, outcome, longrepr, "call", user_properties=properties)
+        yield report, gate["verdict"]
+        yield pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"), gate["verdict"]

@@ -121,7 +121,7 @@ def _parse_line(path: Path, number: int, text: str) -> Rendering:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DatasetError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        raise DatasetError(f"{where}: not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
     if not isinstance(obj, dict):
         raise DatasetError(f"{where}: expected a JSON object per line")
 

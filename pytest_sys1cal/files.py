@@ -6,6 +6,11 @@ import os
 import tempfile
 from pathlib import Path
 
+# Files get the permissions the user's umask gives any new file (mkstemp alone would make them 0600). Read
+# once, at import, on the main thread: os.umask can only be read by setting it.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
 
 def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename, so readers never see half a file."""
@@ -14,6 +19,7 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
+            os.fchmod(handle.fileno(), 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,13 +1,115 @@
-"""The manifest of a cassette folder (one model version): what a recording writes into it before the
-first request and after the last, so a later replay knows what the cassettes hold."""
+"""The manifest of a cassette folder (one model version): what the cassettes hold, validated on every run
+like thresholds.yaml is, and what a recording writes into it before the first request and after the last.
+Fields: docs/cassettes.md."""
 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping, Sequence
+import difflib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from .dataset import Dataset
+from .errors import InputError
+from .questions import ALL_QUESTIONS
+from .vocabulary import MANIFEST_SCHEMA
+
+MANIFEST = "manifest.json"
+SOURCES = ("recorded", "reconstructed", "mixed")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def read_manifest(path: Path, model: str, version: str) -> dict[str, Any] | None:
+    """The validated manifest at `path`, None when there is none. Raises InputError naming the file,
+    the line and the field, and what to do."""
+    if not path.is_file():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+        manifest = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable JSON manifest ({exc}); {_FIX}") from None
+    if not isinstance(manifest, dict):
+        raise InputError(f"{path}: expected a JSON object, found {type(manifest).__name__}; {_FIX}")
+    _Checker(path, text, manifest).check(model, version)
+    return manifest
+
+
+_FIX = "restore it from version control, or re-record the folder with --sys1cal-record-mode=all"
+
+
+class _Checker:
+    def __init__(self, path: Path, text: str, manifest: dict[str, Any]):
+        self.path, self.text, self.manifest = path, text, manifest
+
+    def fail(self, key: str, problem: str) -> InputError:
+        match = re.search(rf'"{re.escape(key.split(".")[-1])}"\s*:', self.text)
+        line = f":{self.text.count(chr(10), 0, match.start()) + 1}" if match else ""
+        return InputError(f"{self.path}{line}: field '{key}': {problem}; {_FIX}")
+
+    def check(self, model: str, version: str) -> None:
+        m = self.manifest
+        unknown = sorted(set(m) - set(_FIELDS))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], list(_FIELDS), n=1, cutoff=0.6)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise self.fail(unknown[0], f"unknown field{hint}; allowed: {', '.join(_FIELDS)}")
+        for key, (required, valid, wanted) in _FIELDS.items():
+            if key not in m:
+                if required:
+                    raise self.fail(key, f"missing ({wanted})")
+                continue
+            if not valid(m[key]):
+                raise self.fail(key, f"{json.dumps(m[key])} is not {wanted}")
+        if m["schema"] != MANIFEST_SCHEMA:
+            raise self.fail("schema", f"{m['schema']!r} is not {MANIFEST_SCHEMA!r}")
+        for key, expected in (("model", model), ("version", version)):
+            if m[key] != expected:
+                raise self.fail(key, f"{m[key]!r} does not match the folder, which holds {key} {expected!r}")
+        questions = m["questions"]
+        if len(set(questions)) != len(questions):
+            raise self.fail("questions", f"{json.dumps(questions)} lists a question twice")
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _dataset(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and _text(value.get("name"))
+        and isinstance(value.get("sha256"), str)
+        and SHA256.fullmatch(value["sha256"]) is not None
+    )
+
+
+def _questions(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(q in ALL_QUESTIONS for q in value)
+
+
+# field: (required, check, what a valid value is)
+_FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
+    "schema": (True, _text, f"the text {MANIFEST_SCHEMA!r}"),
+    "model": (True, _text, "the model name (text)"),
+    "version": (True, _text, "the model version (text)"),
+    "server_model": (False, lambda v: v is None or _text(v), "the model id the server reported (text or null)"),
+    "dataset": (True, _dataset, 'an object {"name": text, "sha256": 64 hex digits}'),
+    "repeats": (True, _whole, "a whole number ≥ 1 (samples per rendering)"),
+    "repeats_per_answer": (False, _whole, "a whole number ≥ 1 (model repeats averaged into each answer)"),
+    "questions": (True, _questions, f"a non-empty list of the questions {', '.join(ALL_QUESTIONS)}"),
+    "source": (True, lambda v: v in SOURCES, f"one of {', '.join(SOURCES)}"),
+    "recorded_at": (False, lambda v: v is None or _text(v), "a UTC time (text) or null"),
+    "note": (False, lambda v: isinstance(v, str), "text"),
+    "reconstructed_from": (False, lambda v: isinstance(v, dict), "an object"),
+}
 
 
 def new_manifest(model: str, version: str, dataset: Dataset, repeats: int, questions: Sequence[str]) -> dict[str, Any]:

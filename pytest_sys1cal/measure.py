@@ -3,9 +3,8 @@ carries the answers to the analysis (on the item's test report, so it reaches th
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 from vcr.request import Request as VcrRequest
@@ -14,6 +13,9 @@ from .cassettes import EXTENSION_KEY, CassetteMiss, CassetteStore, CassetteTrans
 from .dataset import Rendering
 from .errors import MeasurementError
 from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
+
+if TYPE_CHECKING:
+    from .advice import Advice
 
 TIMEOUT_SECONDS = 60.0
 
@@ -64,14 +66,14 @@ class Measurer:
         repeats: int,
         *,
         timeout: float | None = None,
-        record_command: Callable[[Rendering, str], str],
+        advice: Advice,
     ):
         self.adapter = adapter
         self.store = store
         self.question_ids = question_ids
         self.repeats = repeats
         self.timeout = timeout or TIMEOUT_SECONDS
-        self.record_command = record_command
+        self.advice = advice
         # The concurrent recording engine when this process records ahead of the items; None on replay.
         self.recorder: Recorder | None = None
         self._client: httpx.Client | None = None
@@ -86,7 +88,7 @@ class Measurer:
         concurrently is waited for instead."""
         if self.recorder is not None and self.recorder.handles(rendering):
             return self.recorder.result(rendering)
-        cassette = self.store.open(rendering)
+        cassette = self.open(rendering)
         samples: list[dict[str, Any]] = []
         server_model = None
         try:
@@ -96,8 +98,9 @@ class Measurer:
                 samples.append(self.adapter.parse(self.question_ids, responses))
                 server_model = self.adapter.reported_model(responses) or server_model
         except CassetteMiss as exc:
-            mode = "new_episodes" if Path(cassette.path).is_file() else "once"
-            raise MeasurementError(f"{exc}; record it with: {self.record_command(rendering, mode)}") from None
+            raise MeasurementError(f"{exc}; {self.advice.missing(rendering, Path(cassette.path))}") from None
+        except _Damaged as exc:
+            raise MeasurementError(self.damaged(rendering, exc.__cause__ or exc)) from None
         except ServerError as exc:
             raise MeasurementError(f"server error: {exc}", fatal=exc.fatal) from None
         except AnswerError as exc:
@@ -105,6 +108,18 @@ class Measurer:
         recorded = bool(cassette.dirty)
         self.store.save(cassette)
         return result_row(rendering, samples, server_model=server_model, recorded=recorded)
+
+    def open(self, rendering: Rendering) -> Any:
+        """The rendering's cassette; a file that cannot be read as one fails the item in one line."""
+        try:
+            return self.store.open(rendering)
+        except Exception as exc:  # noqa: BLE001 - vcrpy raises whatever its parser met; all mean "damaged"
+            raise MeasurementError(self.damaged(rendering, exc)) from None
+
+    def damaged(self, rendering: Rendering, exc: BaseException) -> str:
+        path = self.store.path_for(rendering)
+        what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return f"{path}: not a readable cassette ({what[:200]}); {self.advice.damaged(rendering, path)}"
 
     def _send(self, cassette: Any, request: WireRequest) -> WireResponse:
         """Replay straight from the cassette (no HTTP client on the replay path: it is most of an item's
@@ -115,9 +130,12 @@ class Measurer:
         if recorded is None:
             wire = self._send_live(cassette, request)
         else:
-            wire = WireResponse(
-                recorded["status"]["code"], dict(recorded_headers(recorded)), recorded["body"]["string"]
-            )
+            try:
+                wire = WireResponse(
+                    recorded["status"]["code"], dict(recorded_headers(recorded)), recorded["body"]["string"]
+                )
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise _Damaged() from exc
         if not 200 <= wire.status < 300:
             raise self.adapter.error(wire)
         return wire
@@ -153,6 +171,10 @@ class Measurer:
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+
+
+class _Damaged(Exception):
+    """A recorded interaction without the shape of one (raised from the error that found it)."""
 
 
 class _RefusingTransport(httpx.BaseTransport):

@@ -196,3 +196,22 @@ def _parse_ini(option: Option, text: str) -> Any:
         return option.type(text)
     except argparse.ArgumentTypeError as exc:
         raise pytest.UsageError(f"ini key {option.dest} = {text!r}: {exc}") from None
+
+
+def given_without_sys1cal(config: pytest.Config) -> None:
+    """A benchmark option on the command line without ``--sys1cal`` would be ignored while pytest quietly
+    runs something else (the project's own tests): refuse it instead. Ini keys are left alone."""
+    given = [
+        "--model" if option.dest == "sys1cal_model" and _typed("--model", config) else option.flag
+        for option in OPTIONS
+        if config.getoption(option.dest, None) is not None
+    ]
+    if given:
+        raise pytest.UsageError(
+            f"{', '.join(given)} given without --sys1cal, so the benchmark would not run; add --sys1cal "
+            "(or drop the option to run only your tests)"
+        )
+
+
+def _typed(flag: str, config: pytest.Config) -> bool:
+    return any(arg == flag or arg.startswith(f"{flag}=") for arg in config.invocation_params.args)

@@ -49,6 +49,9 @@ def _option_taken(parser: pytest.Parser, flag: str) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("sys1cal", False):
+        from .options import given_without_sys1cal
+
+        given_without_sys1cal(config)
         return
     from .collect import MARKER
     from .run import Sys1CalRun
@@ -132,7 +135,7 @@ class ActiveRun:
             self._report_gates(session.config)
             if self.run.finish_error:
                 session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-            elif self.run.failed_gates and session.exitstatus == pytest.ExitCode.OK:
+            elif self.run.unpassed_gates and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _report_gates(self, config: pytest.Config) -> None:
@@ -142,16 +145,17 @@ class ActiveRun:
         if not self.run.report or not self.run.report["gates"]:
             return
         from .collect import gate_reports
+        from .vocabulary import INCONCLUSIVE
 
         skip = [config.pluginmanager.get_plugin(name) for name in ("terminalreporter", "lfplugin", "stepwiseplugin")]
         hook = config.pluginmanager.subset_hook_caller("pytest_runtest_logreport", [p for p in (*skip, self) if p])
         terminal = skip[0]
-        source = str(self.run.thresholds_path or self.run.dataset.path)
-        for report in gate_reports(self.run.report["gates"], source):
+        for report, verdict in gate_reports(self.run.report["gates"], self.run.gate_location):
             hook(report=report)
             if terminal is not None and report.failed:
-                # Counted with the items, so pytest's last line says "1 failed", not a green "365 passed".
-                terminal.stats.setdefault("failed", []).append(report)
+                # Counted with the items, so pytest's last line says "1 failed" (or "1 inconclusive"), not
+                # a green "365 passed".
+                terminal.stats.setdefault("inconclusive" if verdict == INCONCLUSIVE else "failed", []).append(report)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
         if self.controller and not config.option.collectonly:

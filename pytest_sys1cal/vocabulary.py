@@ -6,10 +6,12 @@ from __future__ import annotations
 PRIMITIVES = ("noul", "choice", "score")
 LABELS = {"noul": "Noul", "choice": "Choice", "score": "Score"}
 
-# A gate's verdict, as the JSON report, the terminal, the Markdown summary and JUnit XML all show it.
-# Only PASSED and FAILED decide anything; the other two say why a gate neither passed nor failed.
-PASSED, FAILED, INCONCLUSIVE, NOT_MEASURED = "passed", "FAILED", "inconclusive", "not measured"
-VERDICTS = (PASSED, FAILED, INCONCLUSIVE, NOT_MEASURED)
+# A gate's verdict, as the JSON report, the terminal, the Markdown summary and JUnit XML all show it. A run
+# passes only when every gate passed or is not applicable (a run of part of the dataset): FAILED, an
+# INCONCLUSIVE comparison and a gate NOT_MEASURED on a run of the whole dataset do not pass.
+PASSED, FAILED, INCONCLUSIVE = "passed", "FAILED", "inconclusive"
+NOT_MEASURED, NOT_APPLICABLE = "not measured", "not applicable"
+VERDICTS = (PASSED, FAILED, INCONCLUSIVE, NOT_MEASURED, NOT_APPLICABLE)
 
 # vcrpy's record modes, in the order of how much they send.
 RECORD_MODES = ("none", "once", "new_episodes", "all")

@@ -29,6 +29,7 @@ from pytest_sys1cal.questions import CHOICE, NOUL, SCORE  # noqa: E402
 
 PUBLISHED = ROOT / "fixtures" / "published-jev" / "noul_choice_score_instance_metrics.csv"
 QUESTIONS = (NOUL, CHOICE, SCORE)
+PUBLISHED_REPEATS = 10  # results/jev_parallel_tiny_10x_parallel_002: ten repeats per item, averaged
 
 
 def response_body(row: dict[str, str], levels: tuple[str, ...]) -> dict:
@@ -85,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
             "server_model": "jev-1.13.0",
             "dataset": {"name": dataset.name, "sha256": dataset.sha256},
             "repeats": 1,
+            # Each published answer is the mean of the paper's 10 repeats: a comparison against these cassettes
+            # compares with 10-repeat means (docs/cassettes.md).
+            "repeats_per_answer": PUBLISHED_REPEATS,
             "questions": list(QUESTIONS),
             "source": "reconstructed",
             "recorded_at": None,
@@ -93,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                 "sha256": hashlib.sha256(PUBLISHED.read_bytes()).hexdigest(),
                 "note": (
                     "Per-item Jev outputs published with the Sys1Cal-v1 paper (results/jev_parallel_tiny_10x_parallel_002, "
-                    "mean of 10 repeats per item); one interaction per rendering; no swapped Choice was asked."
+                    f"mean of {PUBLISHED_REPEATS} repeats per item); one interaction per rendering; no swapped Choice was asked."
                 ),
             },
         }

@@ -339,7 +339,7 @@ def test_refuses_different_repeat_counts_and_disjoint_reports(model: Model) -> N
     new = copy.deepcopy(base)
     for item in new["items"]:
         item["repeats"] = 10
-    with pytest.raises(ComparisonError, match="the baseline has 3 repeats per rendering and this run 10"):
+    with pytest.raises(ComparisonError, match="the baseline averages 3 repeats per rendering and this run 10"):
         compare_reports(new, base)
     other = copy.deepcopy(base)
     for item in other["items"]:

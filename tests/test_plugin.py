@@ -55,7 +55,7 @@ def test_offline_replay_passes_and_prints_the_papers_table_1(pytester: pytest.Py
     result.assert_outcomes(passed=365)
     result.stdout.fnmatch_lines(
         [
-            "*sys1cal: model jev jev-1.13.0 (reconstructed cassettes, 1 repeat)*sha256 2f31c498debb*",
+            "*sys1cal: model jev jev-1.13.0 (reconstructed cassettes, 1 repeat, each answer the mean of 10)*sha256 2f31c498debb*",
             "*Table 1*",
             "Noul *365*0.918*",
             "Choice *365*0.764*",
@@ -113,11 +113,15 @@ def test_missing_cassette_fails_the_item_naming_file_and_command(pytester: pytes
         "--sys1cal", f"--sys1cal-cassettes={root}", "-k", "frequency__seed_000042", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(passed=5, failed=1)
+    # The folder is reconstructed: the advice never records into it, and carries the run's own options.
     result.stdout.fnmatch_lines(
         [
-            f"*frequency__seed_000042__repr_prose__parallel_primitives: no cassette {missing}; record it with: "
-            "TYPESAFE_API_KEY=... pytest --sys1cal --sys1cal-model jev --sys1cal-record-mode=once "
-            "-k frequency__seed_000042__repr_prose*",
+            f"*frequency__seed_000042__repr_prose__parallel_primitives: no cassette {missing}; this folder is "
+            f"reconstructed from published outputs: restore the file from version control (git checkout -- {missing}), "
+            "or export TYPESAFE_API_KEY, then record the model elsewhere with: pytest --sys1cal --sys1cal-model=jev "
+            "--sys1cal-model-version=jev-1.13.0 --sys1cal-dataset=sys1cal-v1 "
+            f"--sys1cal-cassettes={tmp_path / 'cassettes-recorded'} --sys1cal-base-url=https://api.typesafe.ai "
+            "--sys1cal-record-mode=once -k frequency__seed_000042__repr_prose",
         ]
     )
     assert "Traceback" not in result.stdout.str()

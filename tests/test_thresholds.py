@@ -263,8 +263,9 @@ def test_model_without_a_section_gets_no_gates_and_a_notice(tmp_path: Path) -> N
     assert evaluate(t, {}) == []
 
 
-def test_empty_file_and_null_sections_mean_no_gates(tmp_path: Path) -> None:
-    assert load_text(tmp_path, "# nothing yet\n").gates == ()
+def test_an_empty_file_is_an_error_and_null_sections_mean_no_gates(tmp_path: Path) -> None:
+    with pytest.raises(ThresholdsError, match=r"the file is empty \(or only comments\), so it would gate nothing"):
+        load_text(tmp_path, "# nothing yet\n")
     t = load_text(tmp_path, "jev:\nsemif:\n  noul:\n  choice: {}\n", model="semif")
     assert t.gates == () and t.layers == ("semif",)
 
@@ -402,6 +403,12 @@ def bundled() -> Thresholds:
     return load_thresholds(ROOT / "thresholds.yaml", "jev", "jev-1.13.0")
 
 
+@pytest.fixture
+def recorded() -> Thresholds:
+    """The gates of a recorded Jev version (any but the reconstructed jev-1.13.0): option-order gates too."""
+    return load_thresholds(ROOT / "thresholds.yaml", "jev", "jev-1.14.0")
+
+
 def test_bundled_replay_passes_every_measured_gate(jev_report: dict[str, Any], bundled: Thresholds) -> None:
     p = jev_report["primitives"]
     assert [round(p[k]["mean_ovl"], 3) for k in PRIMITIVES] == [0.918, 0.764, 0.886]
@@ -410,12 +417,10 @@ def test_bundled_replay_passes_every_measured_gate(jev_report: dict[str, Any], b
     assert not [r for r in rows if r["verdict"] == "FAILED"], [
         r["explanation"] for r in rows if r["verdict"] == "FAILED"
     ]
-    # The reconstructed cassettes ask no swapped Choice: the two option-order gates are not measured.
-    assert {n for n, v in verdicts.items() if v == "not measured"} == {
-        "choice.max_swap_shift",
-        "choice.max_first_position_bias",
-    }
-    assert len(rows) == 21 and sum(v == "passed" for v in verdicts.values()) == 19
+    # The reconstructed cassettes ask no swapped Choice, and their version's thresholds do not ask for it:
+    # every gate in force is measured.
+    assert "not measured" not in verdicts.values()
+    assert len(rows) == 19 and sum(v == "passed" for v in verdicts.values()) == 19
 
 
 def test_rows_have_the_report_shape(jev_report: dict[str, Any], bundled: Thresholds) -> None:
@@ -453,35 +458,35 @@ def violate(report: dict[str, Any], name: str, limit: float) -> None:
         report[block][prim][field] = limit - 0.001 if key.startswith("min_") else limit + 0.001
 
 
-def test_each_gate_fires_alone(jev_report: dict[str, Any], bundled: Thresholds) -> None:
+def test_each_gate_fires_alone(jev_report: dict[str, Any], recorded: Thresholds) -> None:
     clean = measured_swap(jev_report)
-    assert all(row["verdict"] == "passed" for row in evaluate(bundled, clean))
-    for gate in bundled.gates:
+    assert all(row["verdict"] == "passed" for row in evaluate(recorded, clean))
+    for gate in recorded.gates:
         crafted = copy.deepcopy(clean)
         violate(crafted, gate.name, gate.limit)
-        rows = evaluate(bundled, crafted)
+        rows = evaluate(recorded, crafted)
         failed = [row["name"] for row in rows if row["verdict"] != "passed"]
         assert failed == [gate.name], f"violating {gate.name} failed {failed}"
         row = next(row for row in rows if row["name"] == gate.name)
         assert row["passed"] is False and row["limit"] == gate.limit
 
 
-def test_limits_are_inclusive(jev_report: dict[str, Any], bundled: Thresholds) -> None:
+def test_limits_are_inclusive(jev_report: dict[str, Any], recorded: Thresholds) -> None:
     report = measured_swap(jev_report)
     report["primitives"]["choice"]["mean_ovl"] = 0.735
     report["representation_sensitivity"]["noul"]["mean_pairwise_tv"] = 0.055
-    rows = {row["name"]: row for row in evaluate(bundled, report)}
+    rows = {row["name"]: row for row in evaluate(recorded, report)}
     assert rows["choice.min_mean_ovl"]["verdict"] == "passed"
     assert rows["noul.max_mean_pairwise_tv"]["verdict"] == "passed"
 
 
-def test_explanations_read_as_sentences(jev_report: dict[str, Any], bundled: Thresholds) -> None:
+def test_explanations_read_as_sentences(jev_report: dict[str, Any], recorded: Thresholds) -> None:
     report = measured_swap(jev_report)
     report["primitives"]["choice"]["mean_ovl"] = 0.7349
     report["representation_sensitivity"]["score"]["mean_pairwise_tv"] = 0.0912
     report["option_swap"]["mean_shift"] = -0.071
     report["option_swap"]["first_position_rate"] = 0.62
-    rows = {row["name"]: row for row in evaluate(bundled, report)}
+    rows = {row["name"]: row for row in evaluate(recorded, report)}
     assert rows["choice.min_mean_ovl"]["explanation"] == "Choice mean OVL 0.7349 is below the floor 0.735."
     assert rows["noul.min_mean_ovl"]["explanation"] == "Noul mean OVL 0.918 meets the floor 0.9."
     assert rows["score.max_mean_pairwise_tv"]["explanation"] == (
@@ -498,7 +503,7 @@ def test_explanations_read_as_sentences(jev_report: dict[str, Any], bundled: Thr
         "The option shown first wins 62.0% of the time (0.5 is order-blind)."
     )
     report["uncertainty"]["test"]["p_value"] = 0.21
-    row = next(r for r in evaluate(bundled, report) if r["name"] == "uncertainty.require_lambda_positive")
+    row = next(r for r in evaluate(recorded, report) if r["name"] == "uncertainty.require_lambda_positive")
     assert row["explanation"] == (
         "The one-sided test of λ = 0 does not reject it (p = 0.21 ≥ α = 0.01), but this gate requires λ > 0."
     )
@@ -513,7 +518,7 @@ def test_require_lambda_zero(tmp_path: Path, jev_report: dict[str, Any]) -> None
     assert evaluate(t, report)[0]["verdict"] == "passed"
 
 
-def test_not_measured_is_never_passed(jev_report: dict[str, Any], bundled: Thresholds) -> None:
+def test_not_measured_is_never_passed(jev_report: dict[str, Any], recorded: Thresholds) -> None:
     report = copy.deepcopy(jev_report)
     del report["calibration"]  # e.g. a report from an older version
     report["representation_sensitivity"]["noul"] = {
@@ -524,7 +529,7 @@ def test_not_measured_is_never_passed(jev_report: dict[str, Any], bundled: Thres
     }
     report["primitives"]["score"]["mean_ovl"] = None
     report["uncertainty"]["test"].update(p_value=None, reason="not enough data: 1 latent problem")
-    rows = {row["name"]: row for row in evaluate(bundled, report)}
+    rows = {row["name"]: row for row in evaluate(recorded, report)}
     expected = {
         "noul.max_ece": "the report has no calibration",
         "choice.max_brier": "the report has no calibration",
@@ -535,20 +540,20 @@ def test_not_measured_is_never_passed(jev_report: dict[str, Any], bundled: Thres
     for name, reason in expected.items():
         row = rows[name]
         assert (row["verdict"], row["passed"], row["observed"]) == ("not measured", None, None), name
-        assert f"({reason})" in row["explanation"] and "neither passes nor fails" in row["explanation"]
+        assert row["explanation"].endswith(f"was not measured in this run ({reason})."), row["explanation"]
     assert rows["uncertainty.require_lambda_positive"]["verdict"] == "not measured"
     assert rows["uncertainty.require_lambda_positive"]["explanation"] == (
-        "The test of λ = 0 could not be run (not enough data: 1 latent problem), so this gate neither passes nor fails."
+        "The test of λ = 0 could not be run (not enough data: 1 latent problem)."
     )
     assert rows["choice.min_mean_ovl"]["verdict"] == "passed"
 
 
-def test_option_swap_gates_on_a_run_that_asked_both_orders(bundled: Thresholds) -> None:
+def test_option_swap_gates_on_a_run_that_asked_both_orders(recorded: Thresholds) -> None:
     """End to end through analyze: swapped Choice answers make the swap gates measurable."""
-    blind = {r["name"]: r for r in evaluate(bundled, make_report(published_items(swap_shift=0.0)))}
+    blind = {r["name"]: r for r in evaluate(recorded, make_report(published_items(swap_shift=0.0)))}
     assert blind["choice.max_swap_shift"]["verdict"] == "passed"
     assert blind["choice.max_swap_shift"]["observed"] == 0.0
-    biased = {r["name"]: r for r in evaluate(bundled, make_report(published_items(swap_shift=0.1)))}
+    biased = {r["name"]: r for r in evaluate(recorded, make_report(published_items(swap_shift=0.1)))}
     assert biased["choice.max_swap_shift"]["verdict"] == "FAILED"
     assert biased["choice.max_swap_shift"]["observed"] == pytest.approx(0.1, abs=0.01)
 
@@ -572,7 +577,9 @@ def test_baseline_with_other_repeat_count_is_refused(jev_report: dict[str, Any])
     other = copy.deepcopy(jev_report)
     for item in other["items"]:
         item["repeats"] = 10
-    with pytest.raises(BaselineError, match=r"^base\.json: the baseline has 10 repeats per rendering and this run 1: "):
+    with pytest.raises(
+        BaselineError, match=r"^base\.json: the baseline averages 10 repeats per rendering and this run 1: "
+    ):
         evaluate_regression(None, jev_report, other, 0, baseline_name="base.json")
 
 

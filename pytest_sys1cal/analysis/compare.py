@@ -106,11 +106,13 @@ def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
         )
     new_r = _repeat_count(new, [new_items[i] for i in shared], "this run")
     base_r = _repeat_count(baseline, [base_items[i] for i in shared], "the baseline")
-    if new_r != base_r:
+    # What is compared is the mean over all the model repeats behind each value: samples × repeats per sample.
+    new_avg, base_avg = new_r * _per_answer(new), base_r * _per_answer(baseline)
+    if new_avg != base_avg:
         raise ComparisonError(
-            f"the baseline has {base_r} repeat{'s' if base_r != 1 else ''} per rendering and this run {new_r}: "
-            "the OVL of a repeat mean depends on the number of repeats (averaging more repeats removes noise, "
-            "so the same model scores higher), so only recordings with the same --sys1cal-repeats compare"
+            f"the baseline averages {base_avg} repeat{'s' if base_avg != 1 else ''} per rendering and this run "
+            f"{new_avg}: the OVL of a repeat mean depends on the number of repeats (averaging more repeats removes "
+            "noise, so the same model scores higher), so only recordings averaging as many repeats compare"
         )
     new_rows = [new_items[i] for i in shared]
     base_rows = [base_items[i] for i in shared]
@@ -120,9 +122,9 @@ def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
         p_star=np.asarray([float(new_items[i]["p_star"]) for i in shared]),
         new={prim: _column(new_rows, column) for prim, (column, _) in COLUMNS.items()},
         base={prim: _column(base_rows, column) for prim, (column, _) in COLUMNS.items()},
-        new_repeats=per_repeat(new_rows, new_r),
-        base_repeats=per_repeat(base_rows, base_r),
-        repeats=new_r,
+        new_repeats=per_repeat(new_rows, new_r) if _per_answer(new) == 1 else dict.fromkeys(COLUMNS),
+        base_repeats=per_repeat(base_rows, base_r) if _per_answer(baseline) == 1 else dict.fromkeys(COLUMNS),
+        repeats=new_avg,
         only_in_new=len(new_items.keys() - base_items.keys()),
         only_in_baseline=len(base_items.keys() - new_items.keys()),
     )
@@ -154,6 +156,12 @@ def _repeat_count(report: Mapping[str, Any], items: list[Mapping[str, Any]], wha
     if isinstance(report.get("repeats"), int):
         return int(report["repeats"])
     raise ComparisonError(f"{what} does not say how many repeats each rendering has")
+
+
+def _per_answer(report: Mapping[str, Any]) -> int:
+    """Model repeats averaged into each of a report's samples (10 for cassettes rebuilt from published means)."""
+    value = report.get("repeats_per_answer")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
 def _column(items: list[Mapping[str, Any]], key: str) -> np.ndarray:

@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-if-suspicious", action="store_true", help="exit 1 when any primitive is suspicious")
 
 
-def run(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     try:
         public, fresh = read_report(args.public), read_report(args.fresh)
         result = check_contamination(

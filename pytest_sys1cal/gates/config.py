@@ -129,7 +129,12 @@ class _Reader:
         except yaml.YAMLError as exc:
             raise self.fail(0, "", f"not valid YAML: {exc}") from None
         if root is None or _is_null(root):
-            return {}
+            raise self.fail(
+                0,
+                "",
+                "the file is empty (or only comments), so it would gate nothing; give your model a section "
+                "(docs/thresholds.md), or remove the file to run without threshold gates",
+            )
         models: dict[str, tuple[_Layer, dict[str, tuple[_Layer, int]]]] = {}
         for key, key_node, value in self.mapping(root, "", "the top level (model names)"):
             if known_models is not None and key not in known_models:

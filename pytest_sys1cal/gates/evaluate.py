@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..vocabulary import FAILED, LABELS, NOT_MEASURED, PASSED
+from ..vocabulary import FAILED, LABELS, NOT_APPLICABLE, NOT_MEASURED, PASSED
 from .schema import CHOICE_GATES, PRIMITIVE_GATES, Gate, Thresholds
 
 
@@ -25,8 +25,26 @@ def evaluate(thresholds: Thresholds, report: Mapping[str, Any]) -> list[dict[str
 
 
 def not_applicable(rows: list[dict[str, Any]], why: str) -> list[dict[str, Any]]:
-    """The rows marked as not decided by this run, with the reason."""
-    return [{**row, "passed": None, "verdict": NOT_MEASURED, "explanation": why} for row in rows]
+    """The rows of a run that measured part of the dataset: neither passed nor failed, with no value shown
+    beside a limit it was never meant to meet."""
+    return [{**row, "observed": None, "passed": None, "verdict": NOT_APPLICABLE, "explanation": why} for row in rows]
+
+
+def unmeasured_fails(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """On a run of the whole dataset a configured gate that could not be measured fails: a gate that
+    measured nothing never passes."""
+    return [
+        {
+            **row,
+            "passed": False,
+            "verdict": FAILED,
+            "explanation": f"{row['explanation']} A configured gate must be measured to pass: record what it "
+            "needs, or remove it from the thresholds for this model or version.",
+        }
+        if row["verdict"] == NOT_MEASURED
+        else row
+        for row in rows
+    ]
 
 
 def _bound_row(gate: Gate, report: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,7 +64,7 @@ def _bound_row(gate: Gate, report: Mapping[str, Any]) -> dict[str, Any]:
             **row,
             "passed": None,
             "verdict": NOT_MEASURED,
-            "explanation": f"{label} was not measured in this run ({reason}), so this gate neither passes nor fails.",
+            "explanation": f"{label} was not measured in this run ({reason}).",
         }
     observed = kind.transform(raw) if kind.transform else raw
     shown, limit = _pair(observed, gate.limit)
@@ -79,7 +97,7 @@ def _lambda_row(gate: Gate, report: Mapping[str, Any]) -> dict[str, Any]:
             **row,
             "passed": None,
             "verdict": NOT_MEASURED,
-            "explanation": f"The test of λ = 0 could not be run ({reason}), so this gate neither passes nor fails.",
+            "explanation": f"The test of λ = 0 could not be run ({reason}).",
         }
     rejected = p < gate.limit
     shown = f"p = {p:.2g}"

@@ -88,6 +88,10 @@ class Recording:
     def closing_line(self) -> str:
         assert self.engine is not None
         stats, cost = self.engine.stats, self.engine.cost
+        if not stats.sent_ok:
+            spent = time.monotonic() - stats.first_send if stats.first_send is not None else 0.0
+            tried = f" after {spent:.1f} s of tries" if stats.first_send is not None else ""
+            return f"sys1cal: recorded nothing{tried}; {stats.failed} rendering(s) not recorded"
         elapsed = (stats.last_answer or stats.first_send or 0) - (stats.first_send or 0)
         rate = f", {stats.sent_ok / elapsed:.1f} requests/s" if elapsed > 0 else ""
         line = f"sys1cal: recorded {stats.sent_ok:,} requests in {elapsed:.2f} s{rate}"
@@ -129,12 +133,13 @@ def begin(run: Sys1CalRun, items: Sequence[pytest.Item]) -> None:
     if not run.recording or run.measurer.recorder is not None:
         return
     plan = make_plan(run.measurer, renderings_of(items, run.measurer))
+    _refuse_without_key(run, plan)
     settings = settings_for(run.config)
     _announce(run, plan, settings)
     recording = Recording(run, settings, plan)
     run.measurer.recorder = recording
-    if not plan.renderings or run.adapter.missing_key():
-        return  # nothing to send, or the synchronous path says clearly why it cannot
+    if not plan.renderings:
+        return
     run.start_recording()
     _sweep_leftovers(run)
     recording.ensure_engine().submit(plan.renderings)
@@ -154,6 +159,7 @@ def begin_distributed(run: Sys1CalRun, ids: Sequence[str], workers: int) -> None
     if not run.recording or run.measurer.recorder is not None:
         return
     plan = make_plan(run.measurer, renderings_of_nodeids(ids, run.model_name, run.dataset))
+    _refuse_without_key(run, plan)
     settings = settings_for(run.config, share=max(1, workers))
     run.measurer.recorder = Recording(run, settings, plan)
     _announce(run, plan, settings, workers=max(1, workers))
@@ -177,6 +183,14 @@ def prefetch(run: Sys1CalRun, item: pytest.Item, nextitem: pytest.Item | None) -
     wanted = [r for r in candidates if not recording.handles(r) and network_requests(run.measurer, r)]
     if wanted:
         recording.ensure_engine().submit(wanted)
+
+
+def _refuse_without_key(run: Sys1CalRun, plan: Plan) -> None:
+    """Recording that needs the network but has no API key: one usage error before anything is priced,
+    printed, sent or written."""
+    missing = run.adapter.missing_key()
+    if missing and plan.renderings:
+        raise pytest.UsageError(f"cannot record {len(plan.renderings)} renderings: {missing}. Nothing was sent.")
 
 
 def settings_for(config: pytest.Config, share: int = 1) -> Settings:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..vocabulary import INCONCLUSIVE, NOT_MEASURED
+from ..vocabulary import INCONCLUSIVE, NOT_APPLICABLE, NOT_MEASURED
 from .table import Table, fmt
 
 
@@ -25,7 +25,9 @@ def gate_table(result: Mapping[str, Any]) -> Table | None:
     counts = {v: sum(g["verdict"] == v for g in gates) for v in dict.fromkeys(g["verdict"] for g in gates)}
     notes = [", ".join(f"{n} {verdict}" for verdict, n in counts.items())]
     # One note per distinct reason a gate was not decided (a -k subset would repeat one reason 21 times).
-    reasons = dict.fromkeys(g["explanation"] for g in gates if g["verdict"] in (NOT_MEASURED, INCONCLUSIVE))
+    reasons = dict.fromkeys(
+        g["explanation"] for g in gates if g["verdict"] in (NOT_MEASURED, INCONCLUSIVE, NOT_APPLICABLE)
+    )
     notes += [f"{reason}" for reason in reasons if reason]
     return Table(title="Gates", columns=["gate", "observed", "limit", "verdict"], rows=rows, notes=notes)
 

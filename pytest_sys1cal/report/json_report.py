@@ -25,16 +25,22 @@ def build_report(
     seed: int,
     analysis: Mapping[str, Any],
     gates: Sequence[Mapping[str, Any]],
+    repeats_per_answer: int = 1,
+    notices: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """repeats: samples per rendering; repeats_per_answer: model repeats averaged into each sample (10 for
+    cassettes reconstructed from published means)."""
     return {
         "schema": REPORT_SCHEMA,
         "generator": f"pytest-sys1cal {__version__}",
         "model": dict(model),
         "dataset": dict(dataset),
         "repeats": repeats,
+        "repeats_per_answer": repeats_per_answer,
         "seed": seed,
         **analysis,
         "gates": list(gates),
+        "notices": list(notices),
     }
 
 
@@ -75,3 +81,25 @@ def validate_report(data: Any, where: str = "the report") -> None:
     for key in ("instance_id", "latent_instance_id", "family", "representation", "p_star"):
         if any(not isinstance(item, Mapping) or item.get(key) is None for item in items):
             raise ReportError(f"{where}: an item lacks {key!r}; was it written by an older pytest-sys1cal?")
+    for index, item in enumerate(items):
+        problem = _unusable(item)
+        if problem:
+            raise ReportError(
+                f"{where}: items[{index}] ({item['instance_id']}): {problem}; a report with unusable values is "
+                "refused rather than compared on what is left (write it again with --sys1cal-report)"
+            )
+
+
+def _unusable(item: Mapping[str, Any]) -> str | None:
+    """Why an item's values cannot be compared (None when they can): probabilities must be numbers in
+    [0, 1] (or null where not asked), repeats a whole number ≥ 1."""
+    for key in ("p_star", "p_noul", "p_choice", "p_choice_swapped", "mu_score"):
+        value = item.get(key)
+        if value is None and key != "p_star":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            return f"{key} is {json.dumps(value)}, not a probability"
+    repeats = item.get("repeats")
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1):
+        return f"repeats is {json.dumps(repeats)}, not a whole number ≥ 1"
+    return None

@@ -26,17 +26,20 @@ def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) 
     return lines
 
 
-def summary_lines(result: Mapping[str, Any]) -> list[Line]:
+def summary_lines(result: Mapping[str, Any], rerecord: tuple[str, str] | None = None) -> list[Line]:
+    """rerecord: (what to do, the command) when the model changed on purpose; from the run, which knows the
+    cassettes and options (a report alone does not)."""
     model, dataset = result["model"], result["dataset"]
     counts = result["counts"]
     lines: list[Line] = [
         (
             f"{model['name']} {model['version']} ({model['source']} cassettes, {result['repeats']} repeat"
-            f"{'s' if result['repeats'] != 1 else ''}) on {dataset['name']}: {counts['measured']} of "
+            f"{'s' if result['repeats'] != 1 else ''}{_per_answer(result)}) on {dataset['name']}: {counts['measured']} of "
             f"{counts['renderings']} selected renderings measured, {counts['latent_problems']} latent problems",
             {},
         )
     ]
+    lines += [(f"notice: {notice}", {"yellow": True}) for notice in result.get("notices", [])]
     if counts["failed"]:
         lines.append((f"{counts['failed']} rendering(s) failed and are left out of every table below", {"red": True}))
     for table in build_tables(result):
@@ -45,27 +48,39 @@ def summary_lines(result: Mapping[str, Any]) -> list[Line]:
     comparison = comparison_table(result)
     if comparison:
         lines += [("", {})] + format_table(comparison)
-    lines += gate_lines(result)
+    lines += gate_lines(result, rerecord)
     return lines
 
 
-def gate_lines(result: Mapping[str, Any]) -> list[Line]:
-    """The gate block, failures in red with what to do about them."""
+def _per_answer(result: Mapping[str, Any]) -> str:
+    per_answer = result.get("repeats_per_answer", 1)
+    return f", each answer the mean of {per_answer}" if per_answer > 1 else ""
+
+
+def gate_lines(result: Mapping[str, Any], rerecord: tuple[str, str] | None = None) -> list[Line]:
+    """The gate block: failures in red with what to do about them, inconclusive comparisons in yellow."""
     table = gate_table(result)
     if table is None:
         return [("", {}), ("Gates: none configured for this model (see thresholds.yaml)", {"bold": True})]
     gates = result["gates"]
     lines = [("", {})] + format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
     failed = [g for g in gates if g["verdict"] == FAILED]
+    undecided = [g for g in gates if g["verdict"] == INCONCLUSIVE]
     if failed:
-        model = result["model"]
         lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates)} gates", {"red": True, "bold": True}))
         lines += [(f"  {g['name']}: {g['explanation']}", {"red": True}) for g in failed]
+        what, command = rerecord or ("re-record it with --sys1cal-record-mode=all and this run's other options", "")
+        lines.append((f"  If the model changed on purpose, review thresholds.yaml and {what}:", {"red": True}))
+        if command:
+            lines.append((f"    {command}", {"red": True}))
+        lines.append(("  otherwise this is a regression.", {"red": True}))
+    if undecided:
         lines.append(
             (
-                "  If the model changed on purpose, re-record it (pytest --sys1cal --sys1cal-model "
-                f"{model['name']} --sys1cal-record-mode=all) and review thresholds.yaml; otherwise this is a regression.",
-                {"red": True},
+                f"calibration gate not passed: {len(undecided)} comparison(s) inconclusive (a drop within the margin "
+                "was not shown; a gate passes only when it is)",
+                {"yellow": True, "bold": True},
             )
         )
+        lines += [(f"  {g['name']}: {g['explanation']}", {"yellow": True}) for g in undecided]
     return lines
