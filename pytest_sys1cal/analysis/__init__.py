@@ -19,6 +19,7 @@ from .items import aggregate_items
 from .latent import LatentData
 from .primitives import per_primitive, primitive_probabilities, primitive_table
 from .readout import readout
+from .recalibration import recalibrated_readouts
 from .sensitivity import spread
 from .swap import option_swap_table
 from .uncertainty import uncertainty_table
@@ -48,6 +49,7 @@ def analyze(
         "decisions": decisions_table(latent, error_cost=error_cost, defer_cost=defer_cost),
         "option_swap": option_swap_table(table),
         "readout": per_primitive(readout_probs, readout, table.p_star),
+        "readout_recalibrated": recalibrated_readouts(readout_probs, table.p_star, table.latent_ids, seed=seed),
         "calibration": per_primitive(probs, calibration, table.p_star),
         "items": table.rows(),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .recalibration_table import recalibration_table
 from .table import Table, fmt, fmt_interval, fmt_p, fmt_t
 
 
@@ -222,6 +223,7 @@ TABLES: list[Callable[[Mapping[str, Any]], Table | None]] = [
     table6,
     decisions_table,
     option_swap_table,
+    recalibration_table,
 ]
 
 

@@ -15,6 +15,7 @@ from pytest_sys1cal.report.paper_tables import (
     table3,
     table6,
 )
+from pytest_sys1cal.report.recalibration_table import recalibration_table
 
 
 def cell(table, label_start: str, column: str) -> str:
@@ -23,7 +24,7 @@ def cell(table, label_start: str, column: str) -> str:
 
 
 def test_print_order():
-    assert [table1, table2, table3, table6, decisions_table, option_swap_table] == TABLES
+    assert [table1, table2, table3, table6, decisions_table, option_swap_table, recalibration_table] == TABLES
 
 
 def test_table2_labels_the_paper_statistic_next_to_the_valid_test(published):

@@ -1,0 +1,149 @@
+"""The readout with its threshold fitted on held-out latent problems (docs/statistics.md §5.3).
+
+Is the ability there and only the threshold off? The latent problems are split, seeded and stratified by
+gold class, into two halves; on each half the logit threshold that maximises balanced accuracy is fitted
+and used to score the renderings of the *other* half only (cross-fitting). So no rendering is ever scored
+by a threshold fitted on its own latent problem, and the recalibrated recall and balanced accuracy are
+out-of-sample. The raw readout (threshold P(True) = 0.5, logit 0) is scored on the same renderings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .readout import CLIP, roc_auc
+from .stats import with_reasons
+
+METHOD = "logit threshold maximising balanced accuracy, cross-fitted on two halves of the latent problems"
+# Balanced accuracies within this of the best count as tied when the fitted threshold is chosen.
+TIE = 1e-12
+
+
+def split_by_latent(latent_ids: np.ndarray, positive: np.ndarray, seed: int) -> np.ndarray:
+    """(n,) bool, True for the renderings in the first half. Whole latent problems go to one half.
+
+    Latent problems are numbered in sorted-id order (so the split never depends on the order of the
+    items), grouped by their gold class (that of most of their renderings, ties True), each group shuffled
+    with numpy.random.default_rng(seed), and dealt alternately to the halves: the halves differ by at most
+    one latent problem overall and in each gold class."""
+    ids = np.asarray(latent_ids, dtype=str)
+    if ids.size == 0:
+        return np.zeros(0, dtype=bool)
+    _, codes = np.unique(ids, return_inverse=True)
+    codes = codes.reshape(-1)
+    share_true = np.bincount(codes, weights=np.asarray(positive, dtype=float)) / np.bincount(codes)
+    gold = share_true >= 0.5
+    rng = np.random.default_rng(seed)
+    dealt = np.concatenate([rng.permutation(np.flatnonzero(gold == side)) for side in (False, True)])
+    first = np.zeros(share_true.size, dtype=bool)
+    first[dealt[0::2]] = True
+    return first[codes]
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    """log(p/(1−p)) with p clipped as the readout's margins are (docs/statistics.md §5.2)."""
+    clipped = np.clip(p, CLIP, 1 - CLIP)
+    return np.log(clipped) - np.log1p(-clipped)
+
+
+def fit_threshold(margin: np.ndarray, positive: np.ndarray) -> float:
+    """The logit threshold t (predict True when margin ≥ t) with the largest balanced accuracy on these items.
+
+    Candidates: midpoints between consecutive distinct margins, and 1 nat beyond either end (everything
+    True, everything False). Tied values are never split. Among tied best candidates the middle one is
+    taken (the centre of a plateau). Needs items of both gold classes."""
+    values = np.unique(margin)
+    candidates = np.concatenate([[values[0] - 1.0], (values[:-1] + values[1:]) / 2, [values[-1] + 1.0]])
+    pos, neg = np.sort(margin[positive]), np.sort(margin[~positive])
+    recall_true = 1 - np.searchsorted(pos, candidates, side="left") / pos.size
+    recall_false = np.searchsorted(neg, candidates, side="left") / neg.size
+    accuracy = (recall_true + recall_false) / 2
+    best = np.flatnonzero(accuracy >= accuracy.max() - TIE)
+    return float(candidates[best[(best.size - 1) // 2]])
+
+
+def binary_scores(predicted: np.ndarray, positive: np.ndarray) -> dict[str, float]:
+    recall_true = float(predicted[positive].mean())
+    recall_false = float((~predicted[~positive]).mean())
+    return {
+        "recall_true": recall_true,
+        "recall_false": recall_false,
+        "balanced_accuracy": (recall_true + recall_false) / 2,
+    }
+
+
+def _skeleton(p: np.ndarray, positive: np.ndarray, first: np.ndarray, latent_ids: np.ndarray, seed: int):
+    halves = (first, ~first)
+    return {
+        "method": METHOD,
+        "seed": seed,
+        "latent_problems": [len(set(latent_ids[half].tolist())) for half in halves],
+        "renderings": [int(half.sum()) for half in halves],
+        "n": int(p.size),
+        "n_true": int(positive.sum()),
+        "n_false": int((~positive).sum()),
+        "threshold_logit": None,
+        "threshold": None,
+        "raw": None,
+        "recalibrated": None,
+        "auc": None,
+    }
+
+
+def _missing_class(positive: np.ndarray) -> str | None:
+    if positive.all():
+        return "False"
+    if not positive.any():
+        return "True"
+    return None
+
+
+def recalibrate(
+    p: np.ndarray, p_star: np.ndarray, latent_ids: np.ndarray, first: np.ndarray, *, seed: int
+) -> dict[str, Any]:
+    """Raw and cross-fitted readout of one primitive's P(True) on the renderings where it was asked.
+
+    first: the half of each rendering (split_by_latent over every measured rendering, so all primitives
+    share one split). threshold_logit / threshold: [fitted on the first half, fitted on the second]; each
+    scores the other half. None plus a reason when a half has no item of a gold class to fit on."""
+    positive = p_star >= 0.5
+    latent_ids = np.asarray(latent_ids, dtype=str)
+    out = _skeleton(p, positive, first, latent_ids, seed)
+    if p.size == 0:
+        return with_reasons(out, ["not enough data: no answers"])
+    if (missing := _missing_class(positive)) is not None:
+        return with_reasons(out, [f"not enough data: no item whose gold answer is {missing}"])
+    reasons = []
+    for label, half in (("first", first), ("second", ~first)):
+        if not half.any():
+            reasons.append(f"not enough data: no rendering in the {label} half (too few latent problems to split)")
+        elif (missing := _missing_class(positive[half])) is not None:
+            reasons.append(f"not enough data: the {label} half has no gold-{missing} item to fit a threshold on")
+    if reasons:
+        return with_reasons(out, reasons)
+    margin = logit(p)
+    thresholds = [fit_threshold(margin[half], positive[half]) for half in (first, ~first)]
+    # Each rendering is scored by the threshold fitted on the half it is not in.
+    scored_by = np.where(first, thresholds[1], thresholds[0])
+    out.update(
+        threshold_logit=thresholds,
+        threshold=[float(1 / (1 + np.exp(-t))) for t in thresholds],
+        raw=binary_scores(p >= 0.5, positive),
+        recalibrated=binary_scores(margin >= scored_by, positive),
+        auc=roc_auc(p, positive),
+    )
+    return out
+
+
+def recalibrated_readouts(
+    probs: dict[str, np.ndarray], p_star: np.ndarray, latent_ids: np.ndarray, *, seed: int
+) -> dict[str, Any]:
+    """recalibrate() per primitive, on one split of all measured latent problems."""
+    first = split_by_latent(latent_ids, p_star >= 0.5, seed)
+    out: dict[str, Any] = {}
+    for name, p in probs.items():
+        asked = ~np.isnan(p)
+        out[name] = recalibrate(p[asked], p_star[asked], latent_ids[asked], first[asked], seed=seed)
+    return out
