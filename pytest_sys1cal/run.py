@@ -55,6 +55,7 @@ class Sys1CalRun:
             self.adapter.secrets,
         )
         self.advice = Advice(self, explicit_base_url=resolve(config, "--sys1cal-base-url") is not None)
+        self.thresholds_path, self.thresholds = self._load_thresholds(registered)
         with usage_errors():
             self.manifest = self.store.read_manifest()
         self._check_cassettes()
@@ -72,7 +73,6 @@ class Sys1CalRun:
             timeout=resolve(config, "--sys1cal-timeout"),
             advice=self.advice,
         )
-        self.thresholds_path, self.thresholds = self._load_thresholds(registered)
         self.results: list[dict[str, Any]] = []
         self.report: dict[str, Any] | None = None
         self.unpassed_gates: list[dict[str, Any]] = []
@@ -126,7 +126,7 @@ class Sys1CalRun:
                     f"{manifest_path}: missing; the folder holds {cassettes} cassettes but no manifest saying what "
                     f"they are. Restore it from version control, or {self.advice.key}re-record with: {self.advice.command('all')}"
                 )
-            if not self.recording:
+            if not self.recording and not self.config.option.collectonly:
                 raise pytest.UsageError(self.advice.no_cassettes())
         if self.manifest is None:
             return

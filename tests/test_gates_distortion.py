@@ -291,8 +291,8 @@ def test_gates_of_a_partial_run_are_junit_skips_not_passes(
         pytester, recordings["position"], "-k", "prose", f"--sys1cal-report={report}", f"--junitxml={junit}"
     )
     result.assert_outcomes(passed=92, deselected=273)
-    assert result.ret == pytest.ExitCode.OK  # the swap gates would fail on the whole dataset, but were not measured
-    assert {g["verdict"] for g in gates_of(report).values()} == {"not measured"}
+    assert result.ret == pytest.ExitCode.OK  # the swap gates would fail on the whole dataset, but are not applied
+    assert {g["verdict"] for g in gates_of(report).values()} == {"not applicable"}
     cases = junit_gates(junit)
     assert set(cases) == set(ALL_GATES)
     for name, case in cases.items():
@@ -523,7 +523,7 @@ def test_a_baseline_with_another_repeat_count_is_a_usage_error(
     baseline = _edited_report(recordings["undistorted"] / "report.json", tmp_path / "r3.json", repeats=3)
     result = replay(pytester, recordings["undistorted-again"], f"--sys1cal-baseline={baseline}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*{baseline}*3 repeat(s) per rendering, this run 1*--sys1cal-repeats*"])
+    result.stderr.fnmatch_lines([f"*{baseline}*averages 3 model repeat(s), this run's 1*--sys1cal-repeats=3*"])
     assert "Traceback" not in result.stderr.str()
 
 
