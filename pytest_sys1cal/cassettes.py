@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from vcr import matchers
@@ -159,6 +160,34 @@ class CassetteStore:
         return response
 
 
+class Recorded:
+    """A cassette read for replay only, without vcrpy's objects (building them is most of a replayed item's
+    cost): its interactions as stored, each played once, in order. It answers a request whose method, path
+    and body bytes equal a recorded one's, the common case; anything else is left to vcrpy's matchers."""
+
+    __slots__ = ("_played", "_requests", "_responses")
+
+    def __init__(self, data: Any):
+        interactions = data["interactions"]
+        requests = [interaction["request"] for interaction in interactions]
+        self._requests = [(r["method"], urlsplit(r["uri"]).path, r["body"]) for r in requests]
+        self._responses = [interaction["response"] for interaction in interactions]
+        self._played = [False] * len(interactions)
+
+    @classmethod
+    def read(cls, path: Path) -> Recorded:
+        """Raises FileNotFoundError, or ValueError/KeyError/TypeError for a file that is not a cassette."""
+        return cls(json.loads(path.read_bytes()))
+
+    def take(self, method: str, path: str, body: str) -> dict[str, Any] | None:
+        """The first unplayed response recorded for exactly this request, marked played; None if none is."""
+        for index, (m, p, b) in enumerate(self._requests):
+            if b == body and m == method and p == path and not self._played[index]:
+                self._played[index] = True
+                return self._responses[index]
+        return None
+
+
 def recorded_headers(recorded: dict[str, Any]) -> list[tuple[str, str]]:
     return [(name, value) for name, values in recorded["headers"].items() for value in values]
 
@@ -189,7 +218,22 @@ def replay(cassette: Cassette, vcr_request: VcrRequest, can_record: bool) -> dic
     played, total = cassette.play_count, len(cassette)
     raise CassetteMiss(
         f"{path} holds no unplayed recording of this request ({total} recorded, {played} already played)"
+        f"{_closest(cassette, vcr_request)}"
     )
+
+
+def _closest(cassette: Cassette, vcr_request: VcrRequest) -> str:
+    """Why the most similar recorded request did not match: vcrpy's own matcher messages."""
+    best = cassette.find_requests_with_most_matches(vcr_request)
+    if not best:
+        return ""
+    _request, _succeeded, failed = best[0]
+    if not failed:
+        return "; the matching recordings were all played already (fewer repeats recorded than asked?)"
+    reasons = "; ".join(
+        f"{name}: {str(message).splitlines()[0] if str(message) else 'differs'}" for name, message in failed
+    )
+    return f"; the closest recorded request differs in {reasons}"
 
 
 # Response headers that change from one request to the next without saying anything about the answer.

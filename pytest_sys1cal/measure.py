@@ -3,13 +3,16 @@ carries the answers to the analysis (on the item's test report, so it reaches th
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
 
 import httpx
 from vcr.request import Request as VcrRequest
 
-from .cassettes import EXTENSION_KEY, CassetteMiss, CassetteStore, CassetteTransport, recorded_headers, replay
+from .cassettes import EXTENSION_KEY, CassetteMiss, CassetteStore, CassetteTransport, Recorded, recorded_headers, replay
 from .dataset import Rendering
 from .errors import MeasurementError
 from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
@@ -88,26 +91,61 @@ class Measurer:
         concurrently is waited for instead."""
         if self.recorder is not None and self.recorder.handles(rendering):
             return self.recorder.result(rendering)
+        if not self.recording:
+            row = self._replay_exact(rendering)
+            if row is not None:
+                return row
         cassette = self.open(rendering)
         samples: list[dict[str, Any]] = []
         server_model = None
-        try:
+        with self._failures(rendering, Path(cassette.path)):
             for _ in range(self.repeats):
                 requests = self.adapter.requests(rendering, self.question_ids)
                 responses = [self._send(cassette, request) for request in requests]
                 samples.append(self.adapter.parse(self.question_ids, responses))
                 server_model = self.adapter.reported_model(responses) or server_model
+        recorded = bool(cassette.dirty)
+        self.store.save(cassette)
+        return result_row(rendering, samples, server_model=server_model, recorded=recorded)
+
+    def _replay_exact(self, rendering: Rendering) -> dict[str, Any] | None:
+        """Replay requests byte-equal to recorded ones, without vcrpy's objects; None when the cassette is
+        missing or some request is not byte-equal to a recording, so that vcrpy's matchers decide (and say
+        why a request has no recording)."""
+        path = self.store.path_for(rendering)
+        try:
+            recorded = Recorded.read(path)
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise MeasurementError(self.damaged(rendering, exc)) from None
+        requests = self.adapter.requests(rendering, self.question_ids)  # the same requests every repeat
+        keys = [(r.method, urlsplit(r.url).path, r.content().decode("utf-8")) for r in requests]
+        samples: list[dict[str, Any]] = []
+        server_model = None
+        with self._failures(rendering, path):
+            for _ in range(self.repeats):
+                answers = [recorded.take(*key) for key in keys]
+                if any(answer is None for answer in answers):
+                    return None
+                responses = [_checked(self.adapter, _wire(answer)) for answer in answers]  # type: ignore[arg-type]
+                samples.append(self.adapter.parse(self.question_ids, responses))
+                server_model = self.adapter.reported_model(responses) or server_model
+        return result_row(rendering, samples, server_model=server_model)
+
+    @contextlib.contextmanager
+    def _failures(self, rendering: Rendering, path: Path) -> Iterator[None]:
+        """What can go wrong measuring a rendering, as the one-line error that fails its item."""
+        try:
+            yield
         except CassetteMiss as exc:
-            raise MeasurementError(f"{exc}; {self.advice.missing(rendering, Path(cassette.path))}") from None
+            raise MeasurementError(f"{exc}; {self.advice.missing(rendering, path)}") from None
         except _Damaged as exc:
             raise MeasurementError(self.damaged(rendering, exc.__cause__ or exc)) from None
         except ServerError as exc:
             raise MeasurementError(f"server error: {exc}", fatal=exc.fatal) from None
         except AnswerError as exc:
             raise MeasurementError(f"malformed answer: {exc}") from None
-        recorded = bool(cassette.dirty)
-        self.store.save(cassette)
-        return result_row(rendering, samples, server_model=server_model, recorded=recorded)
 
     def open(self, rendering: Rendering) -> Any:
         """The rendering's cassette; a file that cannot be read as one fails the item in one line."""
@@ -122,23 +160,13 @@ class Measurer:
         return f"{path}: not a readable cassette ({what[:200]}); {self.advice.damaged(rendering, path)}"
 
     def _send(self, cassette: Any, request: WireRequest) -> WireResponse:
-        """Replay straight from the cassette (no HTTP client on the replay path: it is most of an item's
-        cost); go through the client, its cassette transport and the network only when recording."""
+        """Replay from the cassette through vcrpy's matchers; go through the client, its cassette transport
+        and the network only when recording."""
         recorded = replay(
             cassette, VcrRequest(request.method, request.url, request.content(), dict(request.headers)), self.recording
         )
-        if recorded is None:
-            wire = self._send_live(cassette, request)
-        else:
-            try:
-                wire = WireResponse(
-                    recorded["status"]["code"], dict(recorded_headers(recorded)), recorded["body"]["string"]
-                )
-            except (KeyError, TypeError, AttributeError) as exc:
-                raise _Damaged() from exc
-        if not 200 <= wire.status < 300:
-            raise self.adapter.error(wire)
-        return wire
+        wire = self._send_live(cassette, request) if recorded is None else _wire(recorded)
+        return _checked(self.adapter, wire)
 
     def _send_live(self, cassette: Any, request: WireRequest) -> WireResponse:
         try:
@@ -171,6 +199,22 @@ class Measurer:
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+
+
+def _wire(recorded: dict[str, Any]) -> WireResponse:
+    """A recorded response (vcrpy's dict) as the adapters read it."""
+    try:
+        body = recorded["body"]["string"]
+        content = body.encode("utf-8") if isinstance(body, str) else body
+        return WireResponse(recorded["status"]["code"], dict(recorded_headers(recorded)), content)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise _Damaged() from exc
+
+
+def _checked(adapter: ModelAdapter, wire: WireResponse) -> WireResponse:
+    if not 200 <= wire.status < 300:
+        raise adapter.error(wire)
+    return wire
 
 
 class _Damaged(Exception):
