@@ -134,3 +134,12 @@ def test_the_report_module_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"  # so the run can check for the extra at configure time without paying for it
+
+
+def test_the_html_command_refuses_what_is_not_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_sys1cal.__main__ import main
+
+    (tmp_path / "x.json").write_text("[]")
+    assert main(["html", str(tmp_path / "x.json"), "-o", str(tmp_path / "x.html")]) == 2
+    assert "not a sys1cal report" in capsys.readouterr().err
+    assert not (tmp_path / "x.html").exists()
