@@ -122,3 +122,30 @@ def test_the_same_report_gives_the_same_bytes_in_any_process(
 def test_no_date_creator_or_random_id_in_the_figures(compared_page: str) -> None:
     assert "<dc:date>" not in compared_page and "Matplotlib v" not in compared_page
     assert "<metadata>" not in compared_page
+
+
+@pytest.mark.parametrize(
+    ("answers", "expected"),
+    [
+        ({}, []),  # every rendering failed: a page with the tables and no figure
+        ({"choice": 0.5}, ["transfer", "reliability", "sensitivity", "groups", "readout"]),  # Choice alone
+        ({"noul": 0.3, "choice": 0.5, "mu": 0.4}, EVERY_RUN),
+    ],
+)
+def test_a_thin_run_draws_what_it_can(answers: dict, expected: list[str]) -> None:
+    from pytest_sys1cal.analysis import analyze
+    from pytest_sys1cal.report.json_report import build_report
+    from tests.analysis.conftest import build_item
+
+    error = None if answers else "server error"
+    items = [
+        build_item(f"bayes__{j}", f"r{r}", 0.3 + 0.2 * j, error=error, **answers) for j in range(2) for r in range(2)
+    ]
+    model = {"name": "m", "version": "v", "source": "recorded", "server_model": None}
+    dataset = {"name": "d", "sha256": "0" * 64, "renderings": 4, "latent_problems": 2}
+    report = build_report(
+        model=model, dataset=dataset, repeats=1, seed=0, analysis=analyze(items, bootstrap=0), gates=[]
+    )
+    page = render_html(report)
+    assert list(figures(page)) == expected
+    assert ("No figure: no rendering was measured" in page) == (not expected)

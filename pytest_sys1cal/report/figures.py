@@ -104,8 +104,10 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 # ---------------------------------------------------------------------------------------------- the figures
 
 
-def transfer(inputs: Inputs) -> Figure:
+def transfer(inputs: Inputs) -> Figure | None:
     prims = inputs.primitives()
+    if not prims:
+        return None
     figure = new_figure(3.3 * len(prims), 3.6)
     for ax, prim in zip(figure.subplots(1, len(prims), squeeze=False)[0], prims, strict=True):
         text = f"mean TV {_fmt(_stat(inputs.report, 'primitives', prim, 'mean_tv'))}"
@@ -130,8 +132,10 @@ def _reliability_series(ax: Axes, bars: Axes, p_star: np.ndarray, answer: np.nda
         bars.bar(rel.centers, rel.counts, width=width * 0.9, color=color, alpha=0.75, label=label)
 
 
-def reliability_diagram(inputs: Inputs) -> Figure:
+def reliability_diagram(inputs: Inputs) -> Figure | None:
     prims = inputs.primitives()
+    if not prims:
+        return None
     figure = new_figure(3.3 * len(prims), 4.6)
     grid = figure.add_gridspec(2, len(prims), height_ratios=[3, 1])
     for k, prim in enumerate(prims):
@@ -154,9 +158,11 @@ def reliability_diagram(inputs: Inputs) -> Figure:
     return figure
 
 
-def score_against(inputs: Inputs) -> Figure:
+def score_against(inputs: Inputs) -> Figure | None:
     data = inputs.data
     mu = data.answers["score"]
+    if np.isnan(mu).all():
+        return None
     references = [("exact p*", data.p_star), (AXIS_LABEL["noul"], data.answers["noul"])]
     references.append((AXIS_LABEL["choice"], data.answers["choice"]))
     figure = new_figure(9.9, 3.6)
@@ -169,9 +175,12 @@ def score_against(inputs: Inputs) -> Figure:
     return figure
 
 
-def score_to_choice(inputs: Inputs) -> Figure:
+def score_to_choice(inputs: Inputs) -> Figure | None:
     unc = inputs.report.get("uncertainty") or {}
     data = inputs.data
+    keep = ~np.isnan(data.answers["score"]) & ~np.isnan(data.answers["choice"])
+    if not keep.any():
+        return None
     figure = new_figure(8.6, 4.8)
     ax = figure.subplots()
     curve = latent_curve(unc)
@@ -180,7 +189,6 @@ def score_to_choice(inputs: Inputs) -> Figure:
         ax.fill_between(mu, mu, np.minimum(mu + mass, 1), color="#7570b3", alpha=0.18, linewidth=0)
         ax.fill_between([], [], color="#7570b3", alpha=0.18, label="T/U/F interval [μ_S, μ_S + U(μ_S)]")
         ax.plot(mu, fitted, color="#7570b3", linewidth=1.8, label="fitted Choice = μ/(1 − λ·μ^α·(1−μ)^β)")
-    keep = ~np.isnan(data.answers["score"]) & ~np.isnan(data.answers["choice"])
     ax.scatter(data.answers["score"][keep], data.answers["choice"][keep], s=10, color=COLORS["choice"], alpha=0.6)
     unit_axes(ax, AXIS_LABEL["score"], AXIS_LABEL["choice"])
     ax.plot([], [], color="#444444", linewidth=0.8, linestyle="--", label="Choice = μ_S (λ = 0)")
@@ -205,8 +213,10 @@ def _p(p: float | None) -> str:
     return f"≤ {p:.0e}" if p <= 1e-10 else f"{p:.2g}"
 
 
-def sensitivity(inputs: Inputs) -> Figure:
+def sensitivity(inputs: Inputs) -> Figure | None:
     prims = inputs.primitives()
+    if not prims:
+        return None
     data = inputs.data
     figure = new_figure(3.3 * len(prims), 3.6)
     for ax, prim in zip(figure.subplots(1, len(prims), squeeze=False)[0], prims, strict=True):

@@ -108,6 +108,7 @@ def render_html(report: Mapping[str, Any], baseline: Mapping[str, Any] | None = 
         *_gates(report),
         '<section id="figures"><h2>Figures</h2>',
         *(_figure(f) for f in figures),
+        *([] if figures else ['<p class="note">No figure: no rendering was measured with an answer.</p>']),
         "</section>",
         '<section id="tables"><h2>Tables</h2>',
         *(table_html(t) for t in tables),
