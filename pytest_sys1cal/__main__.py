@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "generate": ("pytest_sys1cal.commands.generate", "write a fresh Sys1Cal dataset from a seed"),
     "contamination": ("pytest_sys1cal.commands.contamination", "compare mean OVL on public vs fresh items"),
     "power": ("pytest_sys1cal.commands.power", "how many problems and repeats detect a given drop in mean OVL"),
+    "html": ("pytest_sys1cal.commands.html", "the HTML report (tables and figures) of a saved JSON report"),
 }
 
 

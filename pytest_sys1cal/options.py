@@ -79,6 +79,13 @@ OPTIONS = [
     ),
     Option("--sys1cal-report", "write the JSON report here", ini=False, metavar="PATH", path=True),
     Option(
+        "--sys1cal-html",
+        "write a self-contained HTML report (gates, tables, figures) here; needs pip install 'pytest-sys1cal[html]'",
+        ini=False,
+        metavar="PATH",
+        path=True,
+    ),
+    Option(
         "--sys1cal-baseline",
         "an earlier JSON report to compare against (upgrade gate)",
         ini=False,

@@ -35,6 +35,12 @@ class Sys1CalRun:
         self.record_mode: str = resolve(config, "--sys1cal-record-mode")
         self.seed: int = resolve(config, "--sys1cal-seed")
         self.report_path: Path | None = resolve(config, "--sys1cal-report")
+        self.html_path: Path | None = resolve(config, "--sys1cal-html")
+        if self.html_path:
+            from .report.html import check_available
+
+            with usage_errors():
+                check_available()  # before any item runs, not a traceback at the end
         registered = config.hook.pytest_sys1cal_adapters()
         with usage_errors():
             self.dataset: Dataset = load_dataset(resolve(config, "--sys1cal-dataset"))
@@ -257,6 +263,10 @@ class Sys1CalRun:
                 from .report.json_report import write_report
 
                 write_report(self.report_path, self.report)
+            if self.html_path:
+                from .report.html import write_html
+
+                write_html(self.html_path, self.report, self.baseline)
             self._append_github_summary()
         except Exception as exc:  # noqa: BLE001 - reported in the summary, with the traceback under -v
             import traceback
@@ -354,7 +364,7 @@ class Sys1CalRun:
             from .report.markdown import summary_markdown
 
             with open(summary, "a", encoding="utf-8") as handle:
-                handle.write(summary_markdown(self.report))
+                handle.write(summary_markdown(self.report, html=self.html_path, environ=os.environ))
 
     def summary_lines(self) -> list[tuple[str, dict[str, bool]]]:
         from .report.terminal import summary_lines
@@ -366,6 +376,8 @@ class Sys1CalRun:
             lines.append(("no rendering was measured (all deselected or skipped)", {}))
         if self.report_path and self.report is not None:
             lines.append((f"JSON report written to {self.report_path}", {}))
+        if self.html_path and self.report is not None and not self.finish_error:
+            lines.append((f"HTML report written to {self.html_path}", {}))
         if self.finish_error:
             lines.append((f"sys1cal could not finish the analysis: {self.finish_error}", {"red": True, "bold": True}))
             if self.config.get_verbosity() > 0:

@@ -579,7 +579,7 @@ def test_xdist_gives_the_same_report_gates_included_and_prints_once(
         "FAILED",
     ]
     output = second.stdout.str()
-    assert output.count("Table 1") == 1 and output.count("calibration gate FAILED") == 1
+    assert output.count("Table 1:") == 1 and output.count("calibration gate FAILED") == 1
     assert summary.read_text() == written * 2  # the controller appends once per run; the workers never
 
 

@@ -187,7 +187,7 @@ def test_xdist_gives_the_same_report(pytester: pytest.Pytester, tmp_path: Path) 
     result = run(pytester, f"--sys1cal-report={parallel}", "-n", "2")
     result.assert_outcomes(passed=365)
     assert serial.read_bytes() == parallel.read_bytes()
-    assert result.stdout.str().count("Table 1") == 1  # the summary prints once, on the controller
+    assert result.stdout.str().count("Table 1:") == 1  # the summary prints once, on the controller
 
 
 def test_malformed_dataset_is_a_usage_error(pytester: pytest.Pytester, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .breakdown import breakdowns
 from .calibration import calibration
 from .choice_calibration import choice_calibration_table
 from .decisions import decisions_table
@@ -43,6 +44,7 @@ def analyze(
     return {
         "counts": table.counts(),
         "primitives": primitive_table(table),
+        **breakdowns(table),
         "representation_sensitivity": per_primitive(probs, spread, table.latent_ids),
         "uncertainty": uncertainty_table(latent, seed=seed, bootstrap=bootstrap),
         "choice_calibration": choice_calibration_table(latent),

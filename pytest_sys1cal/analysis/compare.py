@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..vocabulary import FAILED, INCONCLUSIVE, LABELS, NOT_MEASURED, PASSED, PRIMITIVES
+from .compare_groups import group_differences
 from .items import LEVEL_VALUES
 from .stats import Clusters
 
@@ -81,6 +82,7 @@ class Paired:
     base: dict[str, np.ndarray]
     new_repeats: dict[str, np.ndarray | None]  # primitive → (n, r) per-repeat probabilities, or None
     base_repeats: dict[str, np.ndarray | None]
+    family: list[str | None]  # of each rendering, for the per-family Δ (None in a report without it)
     repeats: int
     only_in_new: int
     only_in_baseline: int
@@ -124,6 +126,7 @@ def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
         base={prim: _column(base_rows, column) for prim, (column, _) in COLUMNS.items()},
         new_repeats=per_repeat(new_rows, new_r) if _per_answer(new) == 1 else dict.fromkeys(COLUMNS),
         base_repeats=per_repeat(base_rows, base_r) if _per_answer(baseline) == 1 else dict.fromkeys(COLUMNS),
+        family=[new_items[i].get("family") for i in shared],
         repeats=new_avg,
         only_in_new=len(new_items.keys() - base_items.keys()),
         only_in_baseline=len(base_items.keys() - new_items.keys()),
@@ -349,6 +352,7 @@ def _measure(
         # Bootstrap p-values of the two one-sided tests: H0 Δ ≤ −δ (for PASS) and H0 Δ ≥ −δ₀ (for FAIL).
         p_noninferior=float((1 + np.sum(boot <= -margin.drop)) / (boot.size + 1)),
         p_worse=float((1 + np.sum(boot >= -margin.fail_drop)) / (boot.size + 1)),
+        by_family=group_differences(paired.family, clusters, counts, d, both, ovl_new, ovl_base),
     )
     return out, boot
 

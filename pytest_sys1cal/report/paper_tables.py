@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .breakdown_tables import by_family_table, by_representation_table
 from .recalibration_table import recalibration_table
 from .table import Table, fmt, fmt_interval, fmt_p, fmt_t
 
@@ -218,6 +219,8 @@ def option_swap_table(result: Mapping[str, Any]) -> Table:
 # The order in which the summary prints the tables; each builder returns None when it has nothing to show.
 TABLES: list[Callable[[Mapping[str, Any]], Table | None]] = [
     table1,
+    by_family_table,
+    by_representation_table,
     table2,
     table3,
     table6,

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..vocabulary import FAILED, INCONCLUSIVE, PASSED
+from .breakdown_tables import family_delta_table
 from .gates import comparison_table, gate_table
 from .paper_tables import build_tables
 from .table import Table, aligned
@@ -45,9 +46,9 @@ def summary_lines(result: Mapping[str, Any], rerecord: tuple[str, str] | None = 
     for table in build_tables(result):
         lines.append(("", {}))
         lines += format_table(table)
-    comparison = comparison_table(result)
-    if comparison:
-        lines += [("", {})] + format_table(comparison)
+    for comparison in (comparison_table(result), family_delta_table(result)):
+        if comparison:
+            lines += [("", {})] + format_table(comparison)
     lines += gate_lines(result, rerecord)
     return lines
 

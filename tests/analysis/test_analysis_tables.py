@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_sys1cal.analysis import analyze
+from pytest_sys1cal.report.breakdown_tables import by_family_table, by_representation_table
 from pytest_sys1cal.report.paper_tables import (
     TABLES,
     build_tables,
@@ -24,7 +25,17 @@ def cell(table, label_start: str, column: str) -> str:
 
 
 def test_print_order():
-    assert [table1, table2, table3, table6, decisions_table, option_swap_table, recalibration_table] == TABLES
+    assert [
+        table1,
+        by_family_table,
+        by_representation_table,
+        table2,
+        table3,
+        table6,
+        decisions_table,
+        option_swap_table,
+        recalibration_table,
+    ] == TABLES
 
 
 def test_table2_labels_the_paper_statistic_next_to_the_valid_test(published):

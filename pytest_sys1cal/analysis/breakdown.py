@@ -1,0 +1,50 @@
+"""Table 1 by family and by representation: where the distance to p* comes from (docs/statistics.md §1.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .items import ItemTable
+from .primitives import primitive_probabilities
+
+
+def breakdown(table: ItemTable, groups: Sequence[str]) -> dict[str, Any]:
+    """Per group (one per distinct value of `groups`, one value per rendering; keys sorted): its renderings,
+    its latent problems, and per primitive the n, latent problems, mean TV and mean OVL of Table 1 on the
+    group's renderings where that primitive was asked."""
+    probs = primitive_probabilities(table)
+    labels = np.asarray(groups, dtype=str)
+    latent = table.latent_ids
+    out: dict[str, Any] = {}
+    for name in sorted(set(labels.tolist())):
+        rows = labels == name
+        out[name] = {
+            "renderings": int(rows.sum()),
+            "latent_problems": int(np.unique(latent[rows]).size),
+            "primitives": {prim: _cell(p[rows], table.p_star[rows], latent[rows]) for prim, p in probs.items()},
+        }
+    return out
+
+
+def _cell(p: np.ndarray, p_star: np.ndarray, latent: np.ndarray) -> dict[str, Any]:
+    asked = ~np.isnan(p)
+    if not asked.any():
+        return {"n": 0, "latent_problems": 0, "mean_tv": None, "mean_ovl": None}
+    tv = np.abs(p[asked] - p_star[asked])
+    return {
+        "n": int(asked.sum()),
+        "latent_problems": int(np.unique(latent[asked]).size),
+        "mean_tv": float(tv.mean()),
+        "mean_ovl": float(1 - tv.mean()),  # as Table 1 computes it, so the "all" row matches it exactly
+    }
+
+
+def breakdowns(table: ItemTable) -> dict[str, Any]:
+    """The report's ``by_family`` and ``by_representation`` blocks."""
+    return {
+        "by_family": breakdown(table, table.family),
+        "by_representation": breakdown(table, table.representation),
+    }

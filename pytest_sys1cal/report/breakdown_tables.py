@@ -1,0 +1,105 @@
+"""Table 1 by family and by representation, and the upgrade comparison by family, as `Table` data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..vocabulary import LABELS
+from .table import Table, fmt
+
+MOVED_MOST = 3  # cells named in the "moved most" note of the comparison by family
+
+
+def _breakdown_table(result: Mapping[str, Any], key: str, what: str) -> Table | None:
+    groups = result.get(key)
+    if groups is None:  # a report from before the breakdowns
+        return None
+    prims = list(result["primitives"])
+    columns = [what, "n", "latent"] + [f"{LABELS.get(p, p)} {stat}" for p in prims for stat in ("TV", "OVL")]
+    rows = []
+    partial = []
+    for name, group in groups.items():
+        cells = group["primitives"]
+        rows.append(
+            [name, str(group["renderings"]), str(group["latent_problems"])]
+            + [fmt(cells[p][stat], 3) for p in prims for stat in ("mean_tv", "mean_ovl")]
+        )
+        partial += [
+            f"{LABELS.get(p, p)} on {name}: {cells[p]['n']} of {group['renderings']}"
+            for p in prims
+            if cells[p]["n"] != group["renderings"]
+        ]
+    counts = result["counts"]
+    total = result["primitives"]
+    rows.append(
+        ["all", str(counts["measured"]), str(counts["latent_problems"])]
+        + [fmt(total[p][stat], 3) for p in prims for stat in ("mean_tv", "mean_ovl")]
+    )
+    notes = [
+        f"Table 1 on each {what}'s renderings: mean TV and mean OVL = 1 − mean TV to p*; n renderings, "
+        f"latent problems with a rendering in the {what}. Score uses μ_S."
+    ]
+    if partial:
+        notes.append("Primitives not asked on every rendering (n asked): " + "; ".join(partial) + ".")
+    if not groups:
+        notes.append("Not computed: no rendering was measured.")
+    return Table(title=f"Table 1 by {what}", columns=columns, rows=rows, notes=notes)
+
+
+def by_family_table(result: Mapping[str, Any]) -> Table | None:
+    return _breakdown_table(result, "by_family", "family")
+
+
+def by_representation_table(result: Mapping[str, Any]) -> Table | None:
+    return _breakdown_table(result, "by_representation", "representation")
+
+
+def family_deltas(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Primitive → family → Δ cell, from the upgrade gate rows of a report (empty without a baseline)."""
+    out: dict[str, dict[str, Any]] = {}
+    for gate in result.get("gates") or []:
+        details = gate.get("details") or {}
+        if gate.get("name", "").startswith("regression.") and details.get("by_family"):
+            out[gate["name"].split(".")[1]] = details["by_family"]
+    return out
+
+
+def _delta(cell: Mapping[str, Any] | None) -> str:
+    if cell is None:
+        return "—"
+    ci = cell.get("ci")
+    interval = "" if ci is None else f" [{ci[0]:+.3f}, {ci[1]:+.3f}]"
+    return f"{cell['difference']:+.3f}{interval}"
+
+
+def family_delta_table(result: Mapping[str, Any]) -> Table | None:
+    """Δ mean OVL (new − baseline) per family and compared primitive, with the bootstrap interval; the note
+    names the cells that moved most. Descriptive: the upgrade gate decides on the whole dataset."""
+    deltas = family_deltas(result)
+    if not deltas:
+        return None
+    prims = list(deltas)
+    families = sorted({family for cells in deltas.values() for family in cells})
+    rows = []
+    for family in families:
+        n = next(cells[family]["n"] for cells in deltas.values() if family in cells)
+        rows.append([family, str(n)] + [_delta(deltas[p].get(family)) for p in prims])
+    moved = sorted(
+        ((cell["difference"], p, family, cell) for p, cells in deltas.items() for family, cell in cells.items()),
+        key=lambda entry: (-abs(entry[0]), entry[1], entry[2]),
+    )[:MOVED_MOST]
+    level = next(iter(next(iter(deltas.values())).values()))["level"]
+    notes = [
+        "Moved most: "
+        + "; ".join(f"{LABELS.get(p, p)} on {family} {_delta(cell)}" for _, p, family, cell in moved)
+        + ".",
+        f"Paired renderings of each family; {level:.0%} percentile intervals from the upgrade gate's latent-problem "
+        "bootstrap, one per cell and not corrected for their number. Descriptive: the verdicts above decide.",
+    ]
+    return Table(
+        title="Upgrade comparison by family: Δ mean OVL, new − baseline",
+        columns=["family", "n", *(f"{LABELS.get(p, p)} Δ [{level:.0%}]" for p in prims)],
+        rows=rows,
+        notes=notes,
+    )

@@ -1,0 +1,126 @@
+"""What the HTML report's figures plot, read from a JSON report alone (its ``items`` and blocks), so a saved
+report redraws the same figures. Pure numpy: no matplotlib here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..analysis.calibration import BINS, equal_width_bins
+from ..analysis.latent import uncertain_mass
+from ..analysis.readout import CLIP
+
+# Report item column of each primitive's answer (Score: its expectation μ_S).
+ANSWER = {"noul": "p_noul", "choice": "p_choice", "score": "mu_score"}
+
+
+def _column(items: list[Mapping[str, Any]], key: str) -> np.ndarray:
+    return np.array([np.nan if item.get(key) is None else float(item[key]) for item in items], dtype=float)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The report's items as columns, in the report's order (sorted by instance id)."""
+
+    p_star: np.ndarray
+    answers: dict[str, np.ndarray]  # primitive → answer, NaN where not asked
+    choice_swapped: np.ndarray  # P(True) asked with options [True, False]
+    latent: np.ndarray
+    family: np.ndarray
+    representation: np.ndarray
+
+    @classmethod
+    def of(cls, report: Mapping[str, Any]) -> Columns:
+        items = list(report.get("items") or [])
+        return cls(
+            p_star=_column(items, "p_star"),
+            answers={prim: _column(items, key) for prim, key in ANSWER.items()},
+            choice_swapped=_column(items, "p_choice_swapped"),
+            latent=np.array([str(item.get("latent_instance_id")) for item in items], dtype=str),
+            family=np.array([str(item.get("family")) for item in items], dtype=str),
+            representation=np.array([str(item.get("representation")) for item in items], dtype=str),
+        )
+
+    def asked(self, prim: str) -> tuple[np.ndarray, np.ndarray]:
+        """(p*, answer) on the renderings where the primitive was asked."""
+        p = self.answers[prim]
+        keep = ~np.isnan(p)
+        return self.p_star[keep], p[keep]
+
+    def readout_answer(self, prim: str) -> np.ndarray:
+        """The probability the report's readout block reads: Choice averaged over both orders where asked."""
+        if prim != "choice":
+            return self.answers[prim]
+        plain, swapped = self.answers["choice"], self.choice_swapped
+        return np.where(np.isnan(plain), swapped, np.where(np.isnan(swapped), plain, (plain + swapped) / 2))
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Non-empty bins of the answer (15 equal-width bins, as for ``calibration.<p>.ece``)."""
+
+    centers: np.ndarray  # of every bin, empty ones included (for the count bars)
+    counts: np.ndarray  # renderings per bin, every bin
+    mean_answer: np.ndarray  # per non-empty bin
+    mean_p_star: np.ndarray
+
+
+def reliability(p_star: np.ndarray, answer: np.ndarray, bins: int = BINS) -> Reliability:
+    bin_of = equal_width_bins(answer, bins)
+    counts = np.bincount(bin_of, minlength=bins)
+    filled = counts > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_answer = np.bincount(bin_of, weights=answer, minlength=bins) / counts
+        mean_star = np.bincount(bin_of, weights=p_star, minlength=bins) / counts
+    return Reliability(
+        centers=(np.arange(bins) + 0.5) / bins,
+        counts=counts,
+        mean_answer=mean_answer[filled],
+        mean_p_star=mean_star[filled],
+    )
+
+
+@dataclass(frozen=True)
+class Ranges:
+    """Per latent problem with ≥ 2 answered renderings: its p* and the lowest and highest answer."""
+
+    p_star: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def latent_ranges(p_star: np.ndarray, answer: np.ndarray, latent: np.ndarray) -> Ranges:
+    keep = ~np.isnan(answer)
+    ids, codes = np.unique(latent[keep], return_inverse=True)
+    codes = codes.reshape(-1)
+    values, stars = answer[keep], p_star[keep]
+    sizes = np.bincount(codes, minlength=ids.size)
+    low = np.full(ids.size, np.inf)
+    high = np.full(ids.size, -np.inf)
+    np.minimum.at(low, codes, values)
+    np.maximum.at(high, codes, values)
+    star = np.zeros(ids.size)
+    star[codes] = stars  # renderings of one latent problem share p* exactly
+    multi = sizes >= 2
+    return Ranges(p_star=star[multi], low=low[multi], high=high[multi])
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    """logit P(True), clipped as analysis/readout.py clips it."""
+    clipped = np.clip(p, CLIP, 1 - CLIP)
+    return np.log(clipped) - np.log1p(-clipped)
+
+
+def latent_curve(uncertainty: Mapping[str, Any], points: int = 401) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(μ, U(μ), f(μ)) of the fitted latent model on a grid, or None when it was not fitted."""
+    lam, alpha, beta = (uncertainty.get(k) for k in ("lambda", "alpha", "beta"))
+    if lam is None or alpha is None or beta is None:
+        return None
+    mu = np.linspace(0.0, 1.0, points)
+    mass = uncertain_mass(mu, lam, alpha, beta)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        curve = np.where(mass < 1, mu / (1 - mass), 1.0)
+    return mu, mass, np.minimum(curve, 1.0)

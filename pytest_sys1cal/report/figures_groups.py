@@ -1,0 +1,239 @@
+"""The HTML report's figures of groups and comparisons (mean OVL by family and representation, option swap,
+readout margins, the upgrade comparison by family), and the list of every figure with its title and
+caption. Imported only for ``--sys1cal-html``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..vocabulary import LABELS
+from .breakdown_tables import family_deltas
+from .figure_data import logit
+from .figures import (
+    AXIS_LABEL,
+    COLORS,
+    Inputs,
+    Rendered,
+    Spec,
+    draw_all,
+    new_figure,
+    reliability_diagram,
+    score_against,
+    score_to_choice,
+    sensitivity,
+    title,
+    transfer,
+    unit_axes,
+)
+
+MARKERS = {"noul": "o", "choice": "s", "score": "D"}
+LOGIT_RANGE = 8.0  # nats shown; answers beyond are drawn in the edge bins
+
+
+def _group_panel(ax: Any, groups: Mapping[str, Any], overall: Mapping[str, Any], prims: list[str], what: str) -> None:
+    names = list(groups)[::-1]  # first group on top
+    y = np.arange(len(names))
+    for k, prim in enumerate(prims):
+        offset = ((len(prims) - 1) / 2 - k) * 0.22  # the first primitive on top
+        values = [groups[name]["primitives"][prim]["mean_ovl"] for name in names]
+        shown = [(v, yy + offset) for v, yy in zip(values, y, strict=True) if v is not None]
+        if shown:
+            xs, ys = zip(*shown, strict=True)
+            ax.scatter(xs, ys, marker=MARKERS[prim], s=26, color=COLORS[prim], label=LABELS[prim], zorder=3)
+        if overall.get(prim, {}).get("mean_ovl") is not None:
+            ax.axvline(overall[prim]["mean_ovl"], color=COLORS[prim], linestyle=":", linewidth=1.0)
+    ax.set_yticks(y, [f"{name} (n={groups[name]['renderings']})" for name in names])
+    ax.set_ylim(-0.6, len(names) - 0.4)
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel("mean OVL (1 − mean TV to p*)")
+    title(ax, f"by {what}")
+
+
+def ovl_by_group(inputs: Inputs) -> Figure | None:
+    report = inputs.report
+    blocks = [(report.get("by_family"), "family"), (report.get("by_representation"), "representation")]
+    blocks = [(groups, what) for groups, what in blocks if groups]
+    if not blocks:
+        return None
+    prims = inputs.primitives()
+    rows = max(len(groups) for groups, _ in blocks)
+    figure = new_figure(10.0, 1.0 + 0.38 * rows)
+    axes = figure.subplots(1, len(blocks), squeeze=False, sharex=True)[0]
+    for ax, (groups, what) in zip(axes, blocks, strict=True):
+        _group_panel(ax, groups, report["primitives"], prims, what)
+    axes[-1].legend(loc="lower left", bbox_to_anchor=(1.0, 0.0))
+    return figure
+
+
+def option_swap(inputs: Inputs) -> Figure | None:
+    swap = inputs.report.get("option_swap")
+    data = inputs.data
+    plain, swapped = data.answers["choice"], data.choice_swapped
+    both = ~np.isnan(plain) & ~np.isnan(swapped)
+    if swap is None or not both.any():
+        return None
+    figure = new_figure(8.4, 3.9)
+    scatter, hist = figure.subplots(1, 2)
+    scatter.scatter(swapped[both], plain[both], s=10, color=COLORS["choice"], alpha=0.6, linewidths=0)
+    unit_axes(scatter, "P(True) asked [True, False] (True first)", "P(True) asked [False, True] (True second)")
+    rate = swap.get("first_position_rate")
+    title(
+        scatter,
+        "Choice in both option orders",
+        f"mean shift {swap['mean_shift']:+.3f}, first-position rate {'—' if rate is None else f'{rate:.3f}'}",
+    )
+    shift = plain[both] - swapped[both]
+    hist.hist(shift, bins=np.linspace(-1, 1, 41), color=COLORS["choice"], alpha=0.8)
+    hist.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
+    hist.axvline(float(shift.mean()), color="black", linewidth=1.2, label=f"mean {shift.mean():+.3f}")
+    hist.set_xlabel("shift: P(True | True second) − P(True | True first)")
+    hist.set_ylabel("renderings")
+    title(hist, "Shift per rendering", f"{int(both.sum())} renderings asked in both orders")
+    hist.legend(loc="upper left")
+    return figure
+
+
+def _margin_panel(ax: Any, inputs: Inputs, prim: str) -> None:
+    data = inputs.data
+    answer = data.readout_answer(prim)
+    keep = ~np.isnan(answer)
+    margins = np.clip(logit(answer[keep]), -LOGIT_RANGE, LOGIT_RANGE)
+    gold = data.p_star[keep] >= 0.5
+    bins = np.linspace(-LOGIT_RANGE, LOGIT_RANGE, 33)
+    ax.hist(margins[gold], bins=bins, color=COLORS[prim], alpha=0.75, label="gold True (p* ≥ 0.5)")
+    ax.hist(margins[~gold], bins=bins, color="#555555", alpha=0.45, label="gold False")
+    ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
+    block = (inputs.report.get("readout") or {}).get(prim) or {}
+    if prim == "choice" and inputs.report.get("option_swap"):
+        block = inputs.report["option_swap"]  # the readout of Choice over both orders
+    offset, sep = block.get("offset"), block.get("sep")
+    numbers = ["margins not computed"]
+    if offset is not None and sep is not None:
+        for value, style in ((offset + sep, "-"), (offset - sep, "-"), (offset, ":")):
+            ax.axvline(float(np.clip(value, -LOGIT_RANGE, LOGIT_RANGE)), color="black", linestyle=style, linewidth=1.1)
+        collapsed = ": collapsed" if block.get("collapsed") else ""
+        numbers = [f"m₊ {offset + sep:+.2f}, m₋ {offset - sep:+.2f}", f"offset {offset:+.2f}, sep {sep:.2f}{collapsed}"]
+    ax.set_xlabel(f"logit {AXIS_LABEL[prim].split(' μ_S')[0]} (nats)")
+    ax.set_ylabel("renderings")
+    title(ax, LABELS[prim], *numbers)
+    ax.legend(loc="upper left", fontsize=7)
+
+
+def readout_margins(inputs: Inputs) -> Figure | None:
+    prims = inputs.primitives()
+    if not prims:
+        return None
+    figure = new_figure(3.4 * len(prims), 3.5)
+    for ax, prim in zip(figure.subplots(1, len(prims), squeeze=False)[0], prims, strict=True):
+        _margin_panel(ax, inputs, prim)
+    return figure
+
+
+def family_delta(inputs: Inputs) -> Figure | None:
+    deltas = family_deltas(inputs.report)
+    if not deltas:
+        return None
+    families = sorted({family for cells in deltas.values() for family in cells})[::-1]
+    figure = new_figure(7.5, 1.0 + 0.45 * len(families))
+    ax = figure.subplots()
+    y = np.arange(len(families))
+    for k, (prim, cells) in enumerate(deltas.items()):
+        offset = ((len(deltas) - 1) / 2 - k) * 0.22  # the first primitive on top
+        for row, family in enumerate(families):
+            cell = cells.get(family)
+            if cell is None:
+                continue
+            low, high = cell["ci"] or (cell["difference"], cell["difference"])
+            ax.plot([low, high], [row + offset] * 2, color=COLORS[prim], linewidth=1.6)
+            label = LABELS[prim] if row == 0 else None
+            ax.scatter(
+                [cell["difference"]], [row + offset], marker=MARKERS[prim], s=26, color=COLORS[prim], label=label
+            )
+    ax.axvline(0, color="#444444", linewidth=0.8)
+    margins = {
+        g["limit"] for g in inputs.report.get("gates") or [] if g["name"].startswith("regression.") and g.get("limit")
+    }
+    for k, margin in enumerate(sorted(margins)):
+        label = "gate margin −δ" if k == 0 else None
+        ax.axvline(margin, color="#b2182b", linewidth=0.9, linestyle="--", label=label)
+    ax.set_yticks(y, families)
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel("Δ mean OVL, new − baseline (95% latent-problem bootstrap interval)")
+    ax.legend(loc="lower left", bbox_to_anchor=(1.0, 0.0))
+    return figure
+
+
+SPECS = [
+    Spec(
+        "transfer",
+        "Probability transfer",
+        "Each dot is one rendering: its exact p* across, the primitive's answer up (mean over repeats). A calibrated "
+        "model sits on the dashed diagonal; mean TV is the average vertical distance to it.",
+        transfer,
+    ),
+    Spec(
+        "reliability",
+        "Reliability diagrams",
+        "Answers in 15 equal-width bins (those of the ECE): each point is a bin's mean answer across and its mean "
+        "exact p* up, the bars count its renderings. Above the diagonal the model says less than p*, below more.",
+        reliability_diagram,
+    ),
+    Spec(
+        "score",
+        "The Score expectation against p*, Noul and Choice",
+        "μ_S = Σ q_j·j/9 up, one dot per rendering, against the exact p*, the Noul answer and the Choice answer "
+        "across: on the diagonal the two agree; in the Choice panel, dots below it are Choice above μ_S.",
+        score_against,
+    ),
+    Spec(
+        "score-choice",
+        "The Score → Choice map",
+        "Choice up against its Score expectation μ_S across, one dot per rendering, with the fitted latent curve and "
+        "the T/U/F band [μ_S, μ_S + U]: dots above the dashed diagonal are Choice claiming more than μ_S.",
+        score_to_choice,
+    ),
+    Spec(
+        "sensitivity",
+        "Representation sensitivity",
+        "Each vertical line is one latent problem at its exact p*, spanning the answers of its renderings (dots): "
+        "a long line is an answer that changes with the wording. The numbers are Table 6's.",
+        sensitivity,
+    ),
+    Spec(
+        "groups",
+        "Mean OVL by family and by representation",
+        "Each marker is one primitive's mean OVL on a family's or representation's renderings (n renderings in "
+        "brackets); dotted lines mark the whole dataset, so a group far left of its line is where the model breaks.",
+        ovl_by_group,
+    ),
+    Spec(
+        "option-swap",
+        "Option swap",
+        "Choice's P(True) with True listed first (across) and second (up), and the shift per rendering: an "
+        "order-blind model sits on the diagonal with every shift at 0.",
+        option_swap,
+    ),
+    Spec(
+        "readout",
+        "Readout margins",
+        "logit P(True) of gold-True and gold-False renderings (clipped at ±8); solid lines mark their means m₊ and m₋, "
+        "the dotted line offset = (m₊ + m₋)/2: both means on one side of 0 (|offset| > sep) collapse the argmax.",
+        readout_margins,
+    ),
+    Spec(
+        "family-delta",
+        "Upgrade comparison by family",
+        "Δ mean OVL (new − baseline) on each family's paired renderings with its 95% interval from the upgrade gate's "
+        "bootstrap; left of 0 is worse, the dashed red line is the gate's margin. Descriptive: the gate decides.",
+        family_delta,
+    ),
+]
+
+
+def render_figures(report: Mapping[str, Any], baseline: Mapping[str, Any] | None = None) -> list[Rendered]:
+    """Every figure that has something to show for this report (and baseline), as standalone SVG."""
+    return draw_all(SPECS, Inputs.of(report, baseline))

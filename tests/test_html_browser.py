@@ -1,0 +1,70 @@
+"""The HTML report in a real browser: headless Chromium opens the file from disk, renders every figure, logs
+no console error, requests nothing, and shows a page that is not blank (tests/browser.py drives it).
+
+Skipped, saying why, where Chromium (Debian's `chromium` package; .ci/run installs it), websocket-client
+or matplotlib (the test extra) is missing."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from tests.browser import find_chromium, open_page
+from tests.reports import golden, shifted_baseline, with_comparison
+
+pytest.importorskip("matplotlib", reason="the HTML report needs the html extra: pip install 'pytest-sys1cal[html]'")
+pytest.importorskip("websocket", reason="the browser is driven with websocket-client (the test extra)")
+CHROMIUM = find_chromium()
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium; .ci/run installs it)"
+)
+
+# The semif run asked the swapped Choice, and the baseline adds the comparison: every figure there is.
+EVERY_FIGURE = [
+    "transfer",
+    "reliability",
+    "score",
+    "score-choice",
+    "sensitivity",
+    "groups",
+    "option-swap",
+    "readout",
+    "family-delta",
+]
+
+
+def not_blank(png: bytes) -> tuple[float, int]:
+    """(share of pixels that are not near-white, distinct colours) of a screenshot."""
+    import numpy as np
+    from matplotlib.image import imread
+
+    pixels = imread(io.BytesIO(png), format="png")[..., :3]
+    inked = float(np.mean(pixels.min(axis=-1) < 0.9))
+    colours = np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0).shape[0]
+    return inked, colours
+
+
+def test_chromium_renders_every_figure_without_errors_or_requests(tmp_path: Path) -> None:
+    from pytest_sys1cal.report.html import write_html
+
+    report = golden("semif")
+    baseline = shifted_baseline(report, version="semif-base")
+    page_file = tmp_path / "report.html"
+    write_html(page_file, with_comparison(report, baseline), baseline)
+
+    page = open_page(CHROMIUM, page_file)
+    (tmp_path / "screenshot.png").write_bytes(page.screenshot)  # kept with the test's tmp_path, to look at
+
+    assert page.title == "Sys1Cal calibration: semif smollm2-135m-instruct-q4_1"
+    assert page.console_errors == [] and page.exceptions == [] and page.log_errors == []
+    assert page.requests == [page.url], "the page asked for something besides itself"
+    assert [f["id"] for f in page.figures] == [f"fig-{key}" for key in EVERY_FIGURE]
+    for figure in page.figures:
+        # Laid out at a readable size, drawn (marks are the SVG's paths and point markers), titled and captioned.
+        assert figure["width"] > 400 and figure["height"] > 200, figure
+        assert figure["marks"] > 40, figure
+        assert figure["title"] and len(figure["caption"]) > 40, figure
+    inked, colours = not_blank(page.screenshot)
+    assert inked > 0.05 and colours > 200, f"the screenshot looks blank: {inked:.1%} inked, {colours} colours"
