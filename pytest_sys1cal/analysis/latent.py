@@ -31,8 +31,8 @@ ROUNDING = 1e-12
 # Rows × items per block of the batched fits (1 MiB per float array). A step makes about ten such arrays;
 # at this size they stay in cache and the allocator recycles them, where multi-megabyte ones are mapped and
 # zero-filled afresh every step (at 400_000 a fresh process spent as long in page faults as in arithmetic).
-_BLOCK = 131_072
-_TINY = np.finfo(float).tiny
+BLOCK = 131_072
+TINY = np.finfo(float).tiny
 
 
 def uncertain_mass(mu: np.ndarray, lam: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
@@ -124,12 +124,12 @@ class LatentData:
 
 def curves(mu: np.ndarray, params: np.ndarray) -> np.ndarray:
     """f(μ) for each row of parameters (..., 3) of (λ, α, β): shape (..., n)."""
-    return _choice(mu, _logs(mu), params)
+    return _choice(mu, log_terms(mu), params)
 
 
-def _logs(mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def log_terms(mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # Clipped so that 0·log 0 terms of the Jacobian are 0, not NaN; g itself still vanishes at μ ∈ {0, 1}.
-    return np.log(np.clip(mu, _TINY, 1.0)), np.log(np.clip(1.0 - mu, _TINY, 1.0))
+    return np.log(np.clip(mu, TINY, 1.0)), np.log(np.clip(1.0 - mu, TINY, 1.0))
 
 
 def _split(params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -206,9 +206,9 @@ def fit_batch(
     stops when an accepted step lowers its cost by at most tol × cost, when no step lowers it any more
     (damping above 1e8), or after max_iter steps.
     """
-    logs = _logs(mu)
+    logs = log_terms(mu)
     out = np.empty((weights.shape[0], 3))
-    rows = max(1, _BLOCK // max(mu.size, 1))
+    rows = max(1, BLOCK // max(mu.size, 1))
     for first in range(0, weights.shape[0], rows):
         block = slice(first, first + rows)
         out[block] = _levenberg_marquardt(mu, logs, choice, weights[block], starts[block], max_iter, tol)

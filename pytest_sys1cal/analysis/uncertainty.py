@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .latent import LatentData, LatentFit, curves, fit_batch, peak_mass
+from .latent import BLOCK, LatentData, LatentFit, fit_batch, log_terms, peak_mass
 from .stats import (
     P_FLOOR,
     SIGN_FLIPS,
@@ -94,7 +94,12 @@ def _bootstrap_block(data: LatentData, seed: int, bootstrap: int, reasons: list[
         return out
     counts = data.clusters.resample_counts(np.random.default_rng(seed), bootstrap)
     starts = np.tile(data.fit.params, (bootstrap, 1))
-    params = fit_batch(data.mu, data.choice, counts[:, data.clusters.codes], starts)
+    # The item weights of a block of resamples at a time (fit_batch's own blocks), not (resamples × items).
+    params = np.empty((bootstrap, 3))
+    rows = max(1, BLOCK // max(data.n, 1))
+    for first in range(0, bootstrap, rows):
+        block = slice(first, first + rows)
+        params[block] = fit_batch(data.mu, data.choice, counts[block][:, data.clusters.codes], starts[block])
     out["u_max_ci"] = percentile_interval(peak_mass(params))
     out["lambda_ci"] = percentile_interval(params[:, 0])
     return out
@@ -102,10 +107,16 @@ def _bootstrap_block(data: LatentData, seed: int, bootstrap: int, reasons: list[
 
 def latent_lambdas(data: LatentData, fit: LatentFit) -> np.ndarray:
     """The paper's λ_j: per latent problem, the grid λ minimising the squared error of f(μ) vs Choice
-    over its renderings, with α and β fixed at the global fit (ties: the smallest λ)."""
-    grid = np.column_stack([LAMBDA_GRID, np.full((LAMBDA_GRID.size, 2), [fit.alpha, fit.beta])])
-    errors = (curves(data.mu, grid) - data.choice) ** 2  # (grid, items)
-    return LAMBDA_GRID[np.argmin(data.clusters.sums(errors), axis=0)]
+    over its renderings, with α and β fixed at the global fit (ties: the smallest λ). The uncertainty
+    term g = μ^α·(1−μ)^β is computed once, and the grid is swept in blocks, so memory stays bounded."""
+    logs = log_terms(data.mu)
+    g = np.exp(fit.alpha * logs[0] + fit.beta * logs[1])
+    rows = max(1, BLOCK // max(data.n, 1))
+    sums = np.empty((LAMBDA_GRID.size, data.clusters.count))
+    for first in range(0, LAMBDA_GRID.size, rows):
+        lam = LAMBDA_GRID[first : first + rows, None]
+        sums[first : first + rows] = data.clusters.sums((data.mu / (1.0 - lam * g) - data.choice) ** 2)
+    return LAMBDA_GRID[np.argmin(sums, axis=0)]
 
 
 def _paper_block(data: LatentData, reasons: list[str]) -> dict[str, Any]:

@@ -1,0 +1,173 @@
+"""Replay at scale: the plugin's cost per rendering beside pytest's own, its memory, and what xdist does.
+
+    python bench/bench_scale.py [--sizes 365,3666,18334] [--rounds 3] [--workdir DIR] [--tree DIR ...]
+
+For each size, a real `python -m pytest --sys1cal` replay of recorded cassettes and a trivial pytest run
+of as many parametrized items, started the same way, interleaved round by round so that machine noise hits
+both alike; medians are printed. 365 is the bundled Jev set; the larger sizes are datasets written by
+`python -m pytest_sys1cal generate` (seeded) and recorded once, through the plugin, against the loopback
+/v1/systemone server of tests/loopback.py, one repeat each (cached in --workdir; the first run records).
+
+Printed per size: wall time of both, their ratio, the plugin's marginal µs per rendering (its time minus
+the trivial run's, per rendering), peak RSS of both and the plugin's KB per rendering above the trivial
+run, and the `-n 2 / -n 0` ratio of each (xdist). `--tree` runs the same measurements for other checkouts
+of the plugin (e.g. an earlier commit, via PYTHONPATH), interleaved with this one, for a before/after table.
+Targets (issue 14): marginal ≤ ~150 µs per rendering, ≤ ~5 KB per rendering, plugin -n 2/-n 0 at or below
+the trivial suite's, and the analysis of 18k renderings in under 3 s (bench/bench_analysis.py --items).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # a script: the tests package is not installed
+
+# renderings → (problems, seed) of `python -m pytest_sys1cal generate` (≈ 6.67 renderings per problem)
+GENERATED = {3666: (550, 11), 18334: (2750, 12)}
+# One process per measurement: wall time and the peak RSS of that process alone (its only child).
+WRAPPER = """
+import json, resource, subprocess, sys, time
+start = time.perf_counter()
+done = subprocess.run(sys.argv[2:], cwd=sys.argv[1], capture_output=True, text=True)
+elapsed = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(json.dumps({"seconds": elapsed, "peak_mb": peak, "rc": done.returncode, "tail": done.stdout[-400:] + done.stderr[-400:]}))
+"""
+TRIVIAL = """
+import pytest
+
+@pytest.mark.parametrize("i", range({n}))
+def test_trivial(i):
+    assert i >= 0
+"""
+
+
+@dataclass
+class Case:
+    """One size: how to replay it, and where the trivial suite of the same size lives."""
+
+    size: int
+    replay: list[str]
+    trivial_dir: Path
+    results: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+
+
+def measure(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(cwd), sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        capture_output=True, text=True, env=env, check=True,
+    )  # fmt: skip
+    result = json.loads(out.stdout)
+    if result["rc"] != 0:
+        raise SystemExit(f"pytest {' '.join(args)} failed ({result['rc']}):\n{result['tail']}")
+    return result
+
+
+def prepare(size: int, workdir: Path) -> list[str]:
+    """The replay arguments of a size, generating and recording its dataset on first use."""
+    if size == 365:
+        return ["--sys1cal", "--model=jev", f"--sys1cal-cassettes={REPO / 'cassettes'}"]
+    if size not in GENERATED:
+        raise SystemExit(f"size {size}: choose 365 or one of {sorted(GENERATED)}")
+    problems, seed = GENERATED[size]
+    dataset, cassettes = workdir / f"generated-{problems}.jsonl", workdir / f"cassettes-{problems}"
+    if not dataset.is_file():
+        subprocess.run(
+            [sys.executable, "-m", "pytest_sys1cal", "generate", f"--seed={seed}", f"--problems={problems}", f"--out={dataset}"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    replay = ["--sys1cal", "--model=systemone", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={cassettes}"]
+    if not (cassettes / "systemone" / "jev-latest" / "manifest.json").is_file():
+        record(dataset, replay)
+    return replay
+
+
+def record(dataset: Path, replay: list[str]) -> None:
+    from pytest_sys1cal.dataset import load_dataset
+    from tests.loopback import Behaviour, LoopbackServer
+
+    renderings = load_dataset(dataset).renderings
+    print(f"recording {len(renderings)} renderings of {dataset.name} against the loopback server (once) ...")
+    with LoopbackServer.for_renderings(renderings, Behaviour(bias=0.3, noise=0.05)) as server:
+        server.server.socket.listen(128)
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *replay, f"--sys1cal-base-url={server.url}",
+             "--sys1cal-record-mode=once", "--sys1cal-repeats=1", "--sys1cal-rate=0", "--sys1cal-concurrency=16"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="365,3666,18334")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "sys1cal-bench-scale")
+    parser.add_argument("--tree", action="append", default=[], help="another checkout to measure (PYTHONPATH)")
+    parser.add_argument("--no-xdist", action="store_true", help="skip the -n 2 runs")
+    options = parser.parse_args()
+    options.workdir.mkdir(parents=True, exist_ok=True)
+    trees = {"this": None, **{Path(t).name: Path(t).resolve() for t in options.tree}}
+    cases = []
+    for size in (int(s) for s in options.sizes.split(",")):
+        trivial = options.workdir / f"trivial-{size}"
+        trivial.mkdir(exist_ok=True)
+        (trivial / "test_trivial.py").write_text(TRIVIAL.format(n=size))
+        cases.append(Case(size, prepare(size, options.workdir), trivial))
+
+    xdist = [[]] if options.no_xdist else [[], ["-n", "2"]]
+    for case in cases:
+        for extra in xdist:  # one untimed run of each first: warm bytecode and file caches
+            measure([*case.replay, *extra], REPO, os.environ.copy())
+            measure(extra, case.trivial_dir, os.environ.copy())
+        for _ in range(options.rounds):
+            for extra in xdist:
+                n = "-n2" if extra else "-n0"
+                case.results.setdefault(f"trivial {n}", []).append(measure(extra, case.trivial_dir, os.environ.copy()))
+                for name, tree in trees.items():
+                    env = os.environ.copy()
+                    if tree is not None:
+                        env["PYTHONPATH"] = str(tree)
+                    case.results.setdefault(f"{name} {n}", []).append(measure([*case.replay, *extra], REPO, env))
+    report(cases, trees, xdist=not options.no_xdist, rounds=options.rounds)
+    return 0
+
+
+def median(runs: list[dict[str, float]], key: str) -> float:
+    return statistics.median(run[key] for run in runs)
+
+
+def report(cases: list[Case], trees: dict[str, Path | None], *, xdist: bool, rounds: int) -> None:
+    print(f"medians of {rounds} interleaved rounds; wall time of the whole pytest process, peak RSS of that process")
+    head = f"{'renderings':>10} {'plugin':>6} {'trivial s':>9} {'plugin s':>9} {'ratio':>6} {'µs/rendering':>12}"
+    head += f" {'trivial MB':>10} {'plugin MB':>9} {'KB/rendering':>12}"
+    if xdist:
+        head += f" {'-n2/-n0 plugin':>14} {'-n2/-n0 trivial':>15}"
+    print(head)
+    for case in cases:
+        trivial = case.results["trivial -n0"]
+        t_s, t_mb = median(trivial, "seconds"), median(trivial, "peak_mb")
+        for name in trees:
+            runs = case.results[f"{name} -n0"]
+            p_s, p_mb = median(runs, "seconds"), median(runs, "peak_mb")
+            line = (
+                f"{case.size:>10} {name:>6} {t_s:>9.2f} {p_s:>9.2f} {p_s / t_s:>6.2f} {(p_s - t_s) / case.size * 1e6:>12.0f}"
+                f" {t_mb:>10.0f} {p_mb:>9.0f} {(p_mb - t_mb) * 1024 / case.size:>12.1f}"
+            )
+            if xdist:
+                x_plugin = median(case.results[f"{name} -n2"], "seconds") / p_s
+                x_trivial = median(case.results["trivial -n2"], "seconds") / t_s
+                line += f" {x_plugin:>14.2f} {x_trivial:>15.2f}"
+            print(line)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
