@@ -43,8 +43,13 @@ class Rendering:
     choice_question: str
     score_question: str
     score_levels: tuple[str, ...]
-    state: Any
+    state_json: str  # the state as compact JSON text: a third of the memory of the parsed object
     line: int
+
+    @property
+    def state(self) -> Any:
+        """The state the model is shown, parsed afresh from its compact JSON text."""
+        return json.loads(self.state_json)
 
     @property
     def short_id(self) -> str:
@@ -88,35 +93,49 @@ def _bundled_path(name: str) -> Path:
 
 def load_dataset(spec: str | Path) -> Dataset:
     name, path = resolve_path(spec)
-    raw = path.read_bytes()
+    digest = hashlib.sha256()
     renderings: list[Rendering] = []
     seen: dict[str, int] = {}
     latent_p: dict[str, tuple[float, int]] = {}
-    for number, text in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
-        if not text.strip():
-            continue
-        rendering = _parse_line(path, number, text)
-        if rendering.instance_id in seen:
-            raise DatasetError(
-                f"{path}:{number}: field 'instance_id': {rendering.instance_id!r} repeats line "
-                f"{seen[rendering.instance_id]}; instance ids must be unique"
-            )
-        seen[rendering.instance_id] = number
-        first = latent_p.setdefault(rendering.latent_instance_id, (rendering.p_star, number))
-        if first[0] != rendering.p_star:
-            raise DatasetError(
-                f"{path}:{number}: field 'gold_distribution': p*={rendering.p_star!r} differs from "
-                f"p*={first[0]!r} on line {first[1]} of the same latent problem "
-                f"{rendering.latent_instance_id!r}; equivalent renderings must share p*"
-            )
-        renderings.append(rendering)
+    rubrics: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per distinct Score rubric, shared
+    with path.open("rb") as handle:  # line by line: never the whole file in memory at once
+        for number, raw in enumerate(handle, start=1):
+            digest.update(raw)
+            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if not text.strip():
+                continue
+            rendering = _parse_line(path, number, text, rubrics)
+            _check_unique(path, number, rendering, seen, latent_p)
+            renderings.append(rendering)
     if not renderings:
         raise DatasetError(f"{path}: the file holds no renderings")
     renderings.sort(key=lambda r: (r.family, r.short_id))
-    return Dataset(name=name, path=path, sha256=hashlib.sha256(raw).hexdigest(), renderings=tuple(renderings))
+    return Dataset(name=name, path=path, sha256=digest.hexdigest(), renderings=tuple(renderings))
 
 
-def _parse_line(path: Path, number: int, text: str) -> Rendering:
+def _check_unique(
+    path: Path,
+    number: int,
+    rendering: Rendering,
+    seen: dict[str, int],
+    latent_p: dict[str, tuple[float, int]],
+) -> None:
+    if rendering.instance_id in seen:
+        raise DatasetError(
+            f"{path}:{number}: field 'instance_id': {rendering.instance_id!r} repeats line "
+            f"{seen[rendering.instance_id]}; instance ids must be unique"
+        )
+    seen[rendering.instance_id] = number
+    first = latent_p.setdefault(rendering.latent_instance_id, (rendering.p_star, number))
+    if first[0] != rendering.p_star:
+        raise DatasetError(
+            f"{path}:{number}: field 'gold_distribution': p*={rendering.p_star!r} differs from "
+            f"p*={first[0]!r} on line {first[1]} of the same latent problem "
+            f"{rendering.latent_instance_id!r}; equivalent renderings must share p*"
+        )
+
+
+def _parse_line(path: Path, number: int, text: str, rubrics: dict[tuple[str, ...], tuple[str, ...]]) -> Rendering:
     where = f"{path}:{number}"
     try:
         obj = json.loads(text)
@@ -164,7 +183,7 @@ def _parse_line(path: Path, number: int, text: str) -> Rendering:
         proposition=field("proposition", str),
         choice_question=field("question", str, choice, "queries.choice."),
         score_question=field("question", str, score, "queries.score."),
-        score_levels=tuple(levels),
-        state=obj["state"],
+        score_levels=rubrics.setdefault(tuple(levels), tuple(levels)),
+        state_json=json.dumps(obj["state"], ensure_ascii=False, separators=(",", ":")),
         line=number,
     )

@@ -9,16 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-import httpx
-from vcr.request import Request as VcrRequest
-
-from .cassettes import EXTENSION_KEY, CassetteMiss, CassetteStore, CassetteTransport, Recorded, recorded_headers, replay
+from .cassettes import CassetteMiss, CassetteStore, Recorded, recorded_headers
 from .dataset import Rendering
 from .errors import MeasurementError
 from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
 
 if TYPE_CHECKING:
     from .advice import Advice
+    from .recording.transport import LiveClient
 
 TIMEOUT_SECONDS = 60.0
 
@@ -79,7 +77,7 @@ class Measurer:
         self.advice = advice
         # The concurrent recording engine when this process records ahead of the items; None on replay.
         self.recorder: Recorder | None = None
-        self._client: httpx.Client | None = None
+        self._live: LiveClient | None = None  # the HTTP client, made when the first request goes out
 
     @property
     def recording(self) -> bool:
@@ -105,7 +103,9 @@ class Measurer:
                 samples.append(self.adapter.parse(self.question_ids, responses))
                 server_model = self.adapter.reported_model(responses) or server_model
         recorded = bool(cassette.dirty)
-        self.store.save(cassette)
+        from .vcr_store import save_cassette
+
+        save_cassette(cassette)
         return result_row(rendering, samples, server_model=server_model, recorded=recorded)
 
     def _replay_exact(self, rendering: Rendering) -> dict[str, Any] | None:
@@ -150,7 +150,9 @@ class Measurer:
     def open(self, rendering: Rendering) -> Any:
         """The rendering's cassette; a file that cannot be read as one fails the item in one line."""
         try:
-            return self.store.open(rendering)
+            from .vcr_store import load_cassette
+
+            return load_cassette(self.store, rendering)
         except Exception as exc:  # noqa: BLE001 - vcrpy raises whatever its parser met; all mean "damaged"
             raise MeasurementError(self.damaged(rendering, exc)) from None
 
@@ -160,45 +162,26 @@ class Measurer:
         return f"{path}: not a readable cassette ({what[:200]}); {self.advice.damaged(rendering, path)}"
 
     def _send(self, cassette: Any, request: WireRequest) -> WireResponse:
-        """Replay from the cassette through vcrpy's matchers; go through the client, its cassette transport
-        and the network only when recording."""
+        """Replay from the cassette through vcrpy's matchers; go through an HTTP client, its cassette
+        transport and the network only when recording."""
+        from vcr.request import Request as VcrRequest
+
+        from .vcr_store import replay
+
         recorded = replay(
             cassette, VcrRequest(request.method, request.url, request.content(), dict(request.headers)), self.recording
         )
-        wire = self._send_live(cassette, request) if recorded is None else _wire(recorded)
-        return _checked(self.adapter, wire)
+        if recorded is not None:
+            return _checked(self.adapter, _wire(recorded))
+        if self._live is None:
+            from .recording.transport import LiveClient
 
-    def _send_live(self, cassette: Any, request: WireRequest) -> WireResponse:
-        try:
-            response = self.client.request(
-                request.method,
-                request.url,
-                content=request.content(),
-                headers=dict(request.headers),
-                extensions={EXTENSION_KEY: cassette},
-            )
-        except _MissingKey as exc:
-            raise MeasurementError(f"cannot record: {exc}", fatal=True) from None
-        except httpx.ConnectError as exc:
-            # Nothing answers at that address: every other item would fail the same way.
-            raise MeasurementError(f"cannot connect to {request.url}: {exc}", fatal=True) from None
-        except httpx.HTTPError as exc:
-            raise ServerError(None, f"no response from {request.url}: {type(exc).__name__}: {exc}") from None
-        return WireResponse(response.status_code, dict(response.headers), response.content)
-
-    @property
-    def client(self) -> httpx.Client:
-        if self._client is None:
-            inner: httpx.BaseTransport | None = None
-            if self.recording:
-                missing = self.adapter.missing_key()
-                inner = _RefusingTransport(missing) if missing else httpx.HTTPTransport()
-            self._client = httpx.Client(transport=CassetteTransport(inner), timeout=self.timeout)
-        return self._client
+            self._live = LiveClient(self.adapter, self.timeout)
+        return _checked(self.adapter, self._live.send(cassette, request))
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+        if self._live is not None:
+            self._live.close()
 
 
 def _wire(recorded: dict[str, Any]) -> WireResponse:
@@ -219,18 +202,3 @@ def _checked(adapter: ModelAdapter, wire: WireResponse) -> WireResponse:
 
 class _Damaged(Exception):
     """A recorded interaction without the shape of one (raised from the error that found it)."""
-
-
-class _RefusingTransport(httpx.BaseTransport):
-    """Stands in for the network when the adapter has no API key: one clear error, nothing sent."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        raise _MissingKey(self.reason)
-
-
-class _MissingKey(httpx.HTTPError):
-    def __init__(self, reason: str):
-        super().__init__(reason)

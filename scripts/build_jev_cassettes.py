@@ -26,6 +26,7 @@ from pytest_sys1cal.cassettes import CassetteStore  # noqa: E402
 from pytest_sys1cal.dataset import load_dataset  # noqa: E402
 from pytest_sys1cal.models.systemone import JevAdapter  # noqa: E402
 from pytest_sys1cal.questions import CHOICE, NOUL, SCORE  # noqa: E402
+from pytest_sys1cal.vcr_store import load_cassette, save_cassette  # noqa: E402
 
 PUBLISHED = ROOT / "fixtures" / "published-jev" / "noul_choice_score_instance_metrics.csv"
 QUESTIONS = (NOUL, CHOICE, SCORE)
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(store.folder)
     for rendering in dataset.renderings:
         (request,) = adapter.requests(rendering, QUESTIONS)
-        cassette = store.open(rendering)
+        cassette = load_cassette(store, rendering)
         body = json.dumps(response_body(rows[rendering.instance_id], rendering.score_levels), separators=(",", ":"))
         cassette.append(
             VcrRequest(request.method, request.url, request.content(), dict(request.headers)),
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                 "body": {"string": body.encode()},
             },
         )
-        store.save(cassette)
+        save_cassette(cassette)
     store.write_manifest(
         {
             "model": "jev",

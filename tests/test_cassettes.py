@@ -13,9 +13,10 @@ import vcr
 from jevcompat.mock import MockConfig, Running
 from vcr.request import Request as VcrRequest
 
-from pytest_sys1cal.cassettes import CassetteStore, json_body
+from pytest_sys1cal.cassettes import CassetteStore
 from pytest_sys1cal.dataset import load_dataset
 from pytest_sys1cal.files import write_atomic
+from pytest_sys1cal.vcr_store import json_body
 from tests.loopback import Behaviour, LoopbackServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,7 +45,7 @@ def test_secrets_are_scrubbed_from_requests_and_responses_case_insensitively(tmp
         b"{}",
         {"AuThOrIzAtIoN": f"Bearer {CANARY}", "X-API-Key": CANARY, "Content-Type": "application/json"},
     )
-    assert list(store._scrub_request(request).headers) == ["Content-Type"]
+    assert list(store.scrub_request(request).headers) == ["Content-Type"]
     response = {
         "status": {"code": 200, "message": "OK"},
         "headers": {
@@ -55,7 +56,7 @@ def test_secrets_are_scrubbed_from_requests_and_responses_case_insensitively(tmp
         },
         "body": {"string": f'{{"echo": "{CANARY}"}}'.encode()},
     }
-    scrubbed = store._scrub_response(response)
+    scrubbed = store.scrub_response(response)
     assert list(scrubbed["headers"]) == ["content-type"]
     assert CANARY.encode() not in scrubbed["body"]["string"]
 

@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..cassettes import EXTENSION_KEY, INTERACTION_KEY, AsyncCassetteTransport, to_vcr_request
+from ..cassettes import EXTENSION_KEY, INTERACTION_KEY
 from ..dataset import Rendering
 from ..errors import MeasurementError
 from ..measure import Measurer, result_row
 from ..models.base import AnswerError, WireRequest, WireResponse
+from ..vcr_store import load_cassette, save_cassette
 from .plan import CostMeter, dollars, estimate_tokens, reported_input_tokens
 from .policy import NEVER_UP_ATTEMPTS, RETRY_STATUSES, SLOW_DOWN_STATUSES, Settings, backoff, retry_after_seconds
+from .transport import AsyncCassetteTransport, to_vcr_request
 
 if TYPE_CHECKING:
     from vcr.cassette import Cassette
@@ -206,7 +208,7 @@ class Engine:
             return
         measurer = self.measurer
         try:
-            job.cassette = measurer.store.open(job.rendering)
+            job.cassette = load_cassette(measurer.store, job.rendering)
             repeats = [measurer.adapter.requests(job.rendering, measurer.question_ids) for _ in range(measurer.repeats)]
         except Exception as exc:  # noqa: BLE001 - a broken cassette file: that item's error
             self._settle(job, error=MeasurementError(f"cannot open the cassette: {type(exc).__name__}: {exc}"))
@@ -269,7 +271,7 @@ class Engine:
                     job.cassette.append(*kept)
         recorded = bool(job.cassette.dirty)
         try:
-            measurer.store.save(job.cassette)
+            save_cassette(job.cassette)
         except OSError as exc:
             self._settle(job, error=MeasurementError(f"cannot save {job.cassette.path}: {exc}", fatal=True))
             return

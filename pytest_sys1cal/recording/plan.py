@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 import httpx
 
-from ..cassettes import to_vcr_request
 from ..dataset import Rendering
 from ..measure import Measurer
 from ..models.base import WireRequest, WireResponse
+from ..vcr_store import load_cassette
 from .policy import PRICE_PER_MILLION_INPUT_TOKENS, Settings
+from .transport import to_vcr_request
 
 CHARS_PER_TOKEN = 4
 ESTIMATE_NOTE = "estimate: characters of each JSON request body ÷ 4"
@@ -99,7 +100,7 @@ def network_requests(measurer: Measurer, rendering: Rendering) -> list[WireReque
     exists = measurer.store.path_for(rendering).is_file()
     if mode == "once" or not exists:
         return [] if exists else wanted
-    cassette = measurer.store.open(rendering)  # new_episodes: play what is there, count the rest
+    cassette = load_cassette(measurer.store, rendering)  # new_episodes: play what is there, count the rest
     missing = []
     for request in wanted:
         vcr_request = to_vcr_request(
