@@ -61,7 +61,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         run.warm_up()  # the controller analyses at the end; start loading numpy now, off the main thread
     config.stash[RUN_KEY] = run
-    config.pluginmanager.register(ActiveRun(run, controller=not hasattr(config, "workerinput")), "sys1cal-run")
+    controller = not hasattr(config, "workerinput")
+    config.pluginmanager.register(ActiveRun(run, controller=controller), "sys1cal-run")
+    if run.recording:  # a replay pays for none of recording's hooks or imports
+        config.pluginmanager.register(RecordingHooks(run, controller=controller), "sys1cal-recording")
 
 
 class ActiveRun:
@@ -74,36 +77,6 @@ class ActiveRun:
 
     def pytest_report_header(self) -> str:
         return self.run.header()
-
-    # Recording (recording/schedule.py). The manifest is written when recording starts, after the plan and the
-    # --sys1cal-max-cost check, so a refused run leaves nothing behind.
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> None:
-        # Without xdist: price and start recording every selected rendering before the first item runs.
-        config = session.config
-        skipped = config.option.collectonly or (session.testsfailed and not config.option.continue_on_collection_errors)
-        if self.controller and not skipped and not config.pluginmanager.has_plugin("dsession"):
-            from .recording.schedule import begin
-
-            begin(self.run, session.items)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        # xdist controller: the same plan, price and cap from the workers' collection, before scheduling.
-        from .recording.schedule import begin_distributed
-
-        begin_distributed(self.run, ids, workers=int(getattr(node, "workerinput", {}).get("workercount") or 1))
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        # xdist worker: record the item it was given and the next one queued for it, ahead of need.
-        # Elsewhere: a progress line between items while recording.
-        if not self.controller:
-            from .recording.schedule import prefetch
-
-            prefetch(self.run, item, nextitem)
-        elif self.run.measurer.recorder is not None:
-            self.run.measurer.recorder.tick()
 
     def pytest_ignore_collect(self, config: pytest.Config) -> bool | None:
         # `pytest --sys1cal` with no path arguments runs the benchmark alone; name paths to add your tests.
@@ -165,3 +138,40 @@ class ActiveRun:
 
     def pytest_unconfigure(self) -> None:
         self.run.close()
+
+
+class RecordingHooks:
+    """The hooks of a run that records (recording/schedule.py). The manifest is written when recording
+    starts, after the plan and the --sys1cal-max-cost check, so a refused run leaves nothing behind."""
+
+    def __init__(self, run: Sys1CalRun, *, controller: bool):
+        self.run = run
+        self.controller = controller
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        # Without xdist: price and start recording every selected rendering before the first item runs.
+        config = session.config
+        skipped = config.option.collectonly or (session.testsfailed and not config.option.continue_on_collection_errors)
+        if self.controller and not skipped and not config.pluginmanager.has_plugin("dsession"):
+            from .recording.schedule import begin
+
+            begin(self.run, session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # xdist controller: the same plan, price and cap from the workers' collection, before scheduling.
+        from .recording.schedule import begin_distributed
+
+        begin_distributed(self.run, ids, workers=int(getattr(node, "workerinput", {}).get("workercount") or 1))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        # xdist worker: record the item it was given and the next one queued for it, ahead of need.
+        # Elsewhere: a progress line between items while recording.
+        if not self.controller:
+            from .recording.schedule import prefetch
+
+            prefetch(self.run, item, nextitem)
+        elif self.run.measurer.recorder is not None:
+            self.run.measurer.recorder.tick()

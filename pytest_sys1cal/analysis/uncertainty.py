@@ -112,11 +112,16 @@ def latent_lambdas(data: LatentData, fit: LatentFit) -> np.ndarray:
     logs = log_terms(data.mu)
     g = np.exp(fit.alpha * logs[0] + fit.beta * logs[1])
     rows = max(1, BLOCK // max(data.n, 1))
-    sums = np.empty((LAMBDA_GRID.size, data.clusters.count))
+    best = np.full(data.clusters.count, np.inf)
+    chosen = np.zeros(data.clusters.count, dtype=int)
     for first in range(0, LAMBDA_GRID.size, rows):
         lam = LAMBDA_GRID[first : first + rows, None]
-        sums[first : first + rows] = data.clusters.sums((data.mu / (1.0 - lam * g) - data.choice) ** 2)
-    return LAMBDA_GRID[np.argmin(sums, axis=0)]
+        sums = data.clusters.sums((data.mu / (1.0 - lam * g) - data.choice) ** 2)
+        lowest = sums.min(axis=0)
+        better = lowest < best  # strictly: on a tie the earlier (smaller) λ stays, as np.argmin would keep it
+        best[better] = lowest[better]
+        chosen[better] = first + sums.argmin(axis=0)[better]
+    return LAMBDA_GRID[chosen]
 
 
 def _paper_block(data: LatentData, reasons: list[str]) -> dict[str, Any]:
