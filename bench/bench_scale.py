@@ -31,16 +31,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # a script: the tests package is not installed
 
+RECORD_DELAY, RECORD_CONCURRENCY = 0.05, 2
 # renderings → (problems, seed) of `python -m pytest_sys1cal generate` (≈ 6.67 renderings per problem)
 GENERATED = {3666: (550, 11), 18334: (2750, 12)}
 # One process per measurement: wall time and the peak RSS of that process alone (its only child).
 WRAPPER = """
-import json, resource, subprocess, sys, time
+import json, re, resource, subprocess, sys, time
 start = time.perf_counter()
 done = subprocess.run(sys.argv[2:], cwd=sys.argv[1], capture_output=True, text=True)
 elapsed = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(json.dumps({"seconds": elapsed, "peak_mb": peak, "rc": done.returncode, "tail": done.stdout[-400:] + done.stderr[-400:]}))
+found = re.search(r"analysis and reports of \d+ renderings: ([\d.]+) s", done.stdout)
+print(json.dumps({"seconds": elapsed, "peak_mb": peak, "rc": done.returncode, "analysis": float(found.group(1)) if found else None,
+                  "tail": done.stdout[-400:] + done.stderr[-400:]}))
 """
 TRIVIAL = """
 import pytest
@@ -138,35 +141,86 @@ def main() -> int:
                         env["PYTHONPATH"] = str(tree)
                     case.results.setdefault(f"{name} {n}", []).append(measure([*case.replay, *extra], REPO, env))
     report(cases, trees, xdist=not options.no_xdist, rounds=options.rounds)
+    if not options.no_xdist:
+        recording_with_xdist(options.rounds)
     return 0
 
 
-def median(runs: list[dict[str, float]], key: str) -> float:
-    return statistics.median(run[key] for run in runs)
+def recording_with_xdist(rounds: int) -> None:
+    """Where xdist pays: recording, where items wait on a server. The bundled 365 renderings, one repeat,
+    recorded into fresh folders against the loopback server answering after DELAY seconds, -n 0 and -n 2."""
+    from pytest_sys1cal.dataset import load_dataset
+    from tests.loopback import Behaviour, LoopbackServer
+
+    renderings = load_dataset("sys1cal-v1").renderings
+    times: dict[str, list[float]] = {"-n0": [], "-n2": []}
+    with LoopbackServer.for_renderings(renderings, Behaviour(bias=0.3, delay=RECORD_DELAY)) as server:
+        server.server.socket.listen(128)
+        for _ in range(rounds):
+            for name, extra in (("-n0", []), ("-n2", ["-n", "2"])):
+                with tempfile.TemporaryDirectory() as tmp:
+                    args = [
+                        "--sys1cal", "--model=systemone", f"--sys1cal-base-url={server.url}",
+                        f"--sys1cal-cassettes={tmp}", "--sys1cal-record-mode=once", "--sys1cal-repeats=1",
+                        "--sys1cal-rate=0", f"--sys1cal-concurrency={RECORD_CONCURRENCY}", *extra,
+                    ]  # fmt: skip
+                    times[name].append(measure(args, Path(tmp), os.environ.copy())["seconds"])
+    n0, n2 = statistics.median(times["-n0"]), statistics.median(times["-n2"])
+    print(
+        f"recording 365 renderings against a server answering in {RECORD_DELAY * 1000:.0f} ms, "
+        f"--sys1cal-concurrency={RECORD_CONCURRENCY}: -n 0 {n0:.2f} s, -n 2 {n2:.2f} s (-n 2/-n 0 {n2 / n0:.2f})"
+    )
+
+
+def median(runs: list[dict[str, float]], key: str) -> float | None:
+    values = [run[key] for run in runs if run.get(key) is not None]
+    return statistics.median(values) if values else None
 
 
 def report(cases: list[Case], trees: dict[str, Path | None], *, xdist: bool, rounds: int) -> None:
     print(f"medians of {rounds} interleaved rounds; wall time of the whole pytest process, peak RSS of that process")
+    print("µs/rendering: (plugin − trivial) ÷ renderings; replay µs: the same without the analysis and reports,")
+    print("which the plugin times itself; KB/rendering: (plugin − trivial peak RSS) ÷ renderings")
     head = f"{'renderings':>10} {'plugin':>6} {'trivial s':>9} {'plugin s':>9} {'ratio':>6} {'µs/rendering':>12}"
-    head += f" {'trivial MB':>10} {'plugin MB':>9} {'KB/rendering':>12}"
+    head += f" {'replay µs':>9} {'analysis s':>10} {'trivial MB':>10} {'plugin MB':>9} {'KB/rendering':>12}"
     if xdist:
         head += f" {'-n2/-n0 plugin':>14} {'-n2/-n0 trivial':>15}"
     print(head)
-    for case in cases:
-        trivial = case.results["trivial -n0"]
-        t_s, t_mb = median(trivial, "seconds"), median(trivial, "peak_mb")
-        for name in trees:
-            runs = case.results[f"{name} -n0"]
-            p_s, p_mb = median(runs, "seconds"), median(runs, "peak_mb")
-            line = (
-                f"{case.size:>10} {name:>6} {t_s:>9.2f} {p_s:>9.2f} {p_s / t_s:>6.2f} {(p_s - t_s) / case.size * 1e6:>12.0f}"
-                f" {t_mb:>10.0f} {p_mb:>9.0f} {(p_mb - t_mb) * 1024 / case.size:>12.1f}"
-            )
-            if xdist:
-                x_plugin = median(case.results[f"{name} -n2"], "seconds") / p_s
-                x_trivial = median(case.results["trivial -n2"], "seconds") / t_s
-                line += f" {x_plugin:>14.2f} {x_trivial:>15.2f}"
-            print(line)
+    for name in trees:
+        for case in cases:
+            print(_row(case, name, xdist))
+        if len(cases) > 1:
+            print(_slope(cases[0], cases[-1], name))
+
+
+def _row(case: Case, name: str, xdist: bool) -> str:
+    trivial, runs = case.results["trivial -n0"], case.results[f"{name} -n0"]
+    t_s, t_mb = median(trivial, "seconds"), median(trivial, "peak_mb")
+    p_s, p_mb, analysis = median(runs, "seconds"), median(runs, "peak_mb"), median(runs, "analysis")
+    assert t_s and t_mb and p_s and p_mb
+    replay = "—" if analysis is None else f"{(p_s - analysis - t_s) / case.size * 1e6:.0f}"
+    line = (
+        f"{case.size:>10} {name:>6} {t_s:>9.2f} {p_s:>9.2f} {p_s / t_s:>6.2f} {(p_s - t_s) / case.size * 1e6:>12.0f}"
+        f" {replay:>9} {'—' if analysis is None else f'{analysis:.2f}':>10} {t_mb:>10.0f} {p_mb:>9.0f}"
+        f" {(p_mb - t_mb) * 1024 / case.size:>12.1f}"
+    )
+    if xdist:
+        x_plugin = (median(case.results[f"{name} -n2"], "seconds") or 0) / p_s
+        x_trivial = (median(case.results["trivial -n2"], "seconds") or 0) / t_s
+        line += f" {x_plugin:>14.2f} {x_trivial:>15.2f}"
+    return line
+
+
+def _slope(small: Case, large: Case, name: str) -> str:
+    """Per rendering between two sizes: what each extra rendering costs, start-up and imports aside."""
+
+    def extra(case: Case, key: str) -> float:
+        return (median(case.results[f"{name} -n0"], key) or 0) - (median(case.results["trivial -n0"], key) or 0)
+
+    n = large.size - small.size
+    seconds = (extra(large, "seconds") - extra(small, "seconds")) / n * 1e6
+    memory = (extra(large, "peak_mb") - extra(small, "peak_mb")) * 1024 / n
+    return f"{'marginal':>10} {name:>6} from {small.size} to {large.size} renderings: {seconds:.0f} µs and {memory:.1f} KB per rendering"
 
 
 if __name__ == "__main__":

@@ -42,11 +42,16 @@ class CassetteStore:
         self.root = root
         self.model, self.version = model, version
         self.folder = root / model / version
+        self._folder = str(self.folder)
         self.record_mode = record_mode
         self._secrets = [s for s in secrets if s]
 
     def path_for(self, rendering: Rendering) -> Path:
-        return self.folder / rendering.family / f"{rendering.short_id}.json"
+        return Path(self.file_for(rendering))
+
+    def file_for(self, rendering: Rendering) -> str:
+        """path_for as text, for the replay path (pathlib's joins cost more than reading a small file)."""
+        return f"{self._folder}/{rendering.family}/{rendering.short_id}.json"
 
     def read_manifest(self) -> dict[str, Any] | None:
         """The folder's validated manifest (manifest.py), None when there is none."""
@@ -101,9 +106,10 @@ class Recorded:
         self._played = [False] * len(interactions)
 
     @classmethod
-    def read(cls, path: Path) -> Recorded:
+    def read(cls, path: str) -> Recorded:
         """Raises FileNotFoundError, or ValueError/KeyError/TypeError for a file that is not a cassette."""
-        return cls(json.loads(path.read_bytes()))
+        with open(path, "rb") as handle:
+            return cls(json.loads(handle.read()))
 
     def take(self, method: str, path: str, body: str) -> dict[str, Any] | None:
         """The first unplayed response recorded for exactly this request, marked played; None if none is."""

@@ -16,6 +16,7 @@ from .measure import Measurer, result_row
 from .vocabulary import FAILED, INCONCLUSIVE, PASSED
 
 MARKER = "sys1cal: a Sys1Cal benchmark rendering (added automatically by pytest-sys1cal)"
+_MARK = pytest.mark.sys1cal  # built once: building a mark per item costs more than the item itself
 # A gate as a test outcome: an inconclusive comparison does not pass, so it fails like FAILED; a gate not
 # measured or not applicable (a run of part of the dataset) is a skip.
 OUTCOMES = {PASSED: "passed", FAILED: "failed", INCONCLUSIVE: "failed"}
@@ -29,7 +30,7 @@ class Sys1CalItem(pytest.Item):
         self.dataset_path = dataset_path
         # The result travels on this item's test report, so it reaches the xdist controller too.
         self.sys1cal_result: dict[str, Any] | None = None
-        self.add_marker("sys1cal")
+        self.add_marker(_MARK)
         # -k also matches the dataset's own instance id and the latent problem's id.
         self.extra_keyword_matches.update({rendering.instance_id, rendering.latent_instance_id, rendering.family})
 

@@ -4,13 +4,13 @@ carries the answers to the analysis (on the item's test report, so it reaches th
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .cassettes import CassetteMiss, CassetteStore, Recorded, recorded_headers
-from .dataset import Rendering
+from .dataset import Dataset, Rendering
 from .errors import MeasurementError
 from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
 
@@ -41,6 +41,24 @@ def result_row(
     if error is not None:
         return {**row, "error": error}
     return {**row, "server_model": server_model, "recorded": recorded}
+
+
+def compact_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A result row as it travels and waits for the analysis: the rendering's id, its samples as one JSON
+    text (floats round-trip exactly), and what recording and failure say; `expand_rows` restores it."""
+    out = {key: row[key] for key in ("error", "server_model", "recorded") if key in row}
+    return {"instance_id": row["instance_id"], "samples_json": json.dumps(row["samples"]), **out}
+
+
+def expand_rows(rows: list[dict[str, Any]], dataset: Dataset) -> list[dict[str, Any]]:
+    """The analysis's rows from compact ones: the identity from the dataset, the samples parsed."""
+    by_id = {rendering.instance_id: rendering for rendering in dataset.renderings}
+    out = []
+    for row in rows:
+        rendering = by_id[row["instance_id"]]
+        extra = {key: row[key] for key in ("server_model", "recorded") if key in row}
+        out.append({**result_row(rendering, json.loads(row["samples_json"]), error=row.get("error")), **extra})
+    return out
 
 
 class Recorder(Protocol):
@@ -96,7 +114,7 @@ class Measurer:
         cassette = self.open(rendering)
         samples: list[dict[str, Any]] = []
         server_model = None
-        with self._failures(rendering, Path(cassette.path)):
+        with self._failures(rendering):
             for _ in range(self.repeats):
                 requests = self.adapter.requests(rendering, self.question_ids)
                 responses = [self._send(cassette, request) for request in requests]
@@ -112,9 +130,8 @@ class Measurer:
         """Replay requests byte-equal to recorded ones, without vcrpy's objects; None when the cassette is
         missing or some request is not byte-equal to a recording, so that vcrpy's matchers decide (and say
         why a request has no recording)."""
-        path = self.store.path_for(rendering)
         try:
-            recorded = Recorded.read(path)
+            recorded = Recorded.read(self.store.file_for(rendering))
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -123,7 +140,7 @@ class Measurer:
         keys = [(r.method, urlsplit(r.url).path, r.content().decode("utf-8")) for r in requests]
         samples: list[dict[str, Any]] = []
         server_model = None
-        with self._failures(rendering, path):
+        with self._failures(rendering):
             for _ in range(self.repeats):
                 answers = [recorded.take(*key) for key in keys]
                 if any(answer is None for answer in answers):
@@ -134,12 +151,12 @@ class Measurer:
         return result_row(rendering, samples, server_model=server_model)
 
     @contextlib.contextmanager
-    def _failures(self, rendering: Rendering, path: Path) -> Iterator[None]:
+    def _failures(self, rendering: Rendering) -> Iterator[None]:
         """What can go wrong measuring a rendering, as the one-line error that fails its item."""
         try:
             yield
         except CassetteMiss as exc:
-            raise MeasurementError(f"{exc}; {self.advice.missing(rendering, path)}") from None
+            raise MeasurementError(f"{exc}; {self.advice.missing(rendering, self.store.path_for(rendering))}") from None
         except _Damaged as exc:
             raise MeasurementError(self.damaged(rendering, exc.__cause__ or exc)) from None
         except ServerError as exc:

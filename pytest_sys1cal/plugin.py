@@ -93,13 +93,19 @@ class ActiveRun:
         report = yield
         result = getattr(item, "sys1cal_result", None)
         if call.when == "call" and result is not None:
-            report.sys1cal = result  # serialised with the report, so it reaches the xdist controller
+            from .measure import compact_row
+
+            # Serialised with the report, so it reaches the xdist controller; compact, so that neither the
+            # wire nor the controller's memory carries more than the answers.
+            report.sys1cal = compact_row(result)
+            item.sys1cal_result = None  # type: ignore[attr-defined]
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         row = getattr(report, "sys1cal", None)
         if self.controller and row is not None and report.when == "call":
             self.run.add_result(row)
+            del report.sys1cal  # pytest keeps every report until the end; the run keeps the row
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -8,6 +8,7 @@ import contextlib
 import importlib
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from .cassettes import CassetteStore
 from .dataset import Dataset, load_dataset
 from .errors import usage_errors
 from .manifest import MANIFEST, after_recording, new_manifest
-from .measure import Measurer
+from .measure import Measurer, expand_rows
 from .models import BUILTIN_ADAPTERS, make_adapter
 from .models.base import ModelAdapter
 from .options import resolve
@@ -83,6 +84,7 @@ class Sys1CalRun:
         self.report: dict[str, Any] | None = None
         self.unpassed_gates: list[dict[str, Any]] = []
         self.finish_error: str | None = None
+        self.finish_seconds: float | None = None
         self._created_manifest = False
         self._replaced_manifest: dict[str, Any] | None = None
 
@@ -257,6 +259,7 @@ class Sys1CalRun:
             self.finish_recording()
             if not self.results:
                 return
+            started = time.perf_counter()
             self.report = self._build_report()
             self.unpassed_gates = [g for g in self.report["gates"] if g["verdict"] in (FAILED, INCONCLUSIVE)]
             if self.report_path:
@@ -268,6 +271,7 @@ class Sys1CalRun:
 
                 write_html(self.html_path, self.report, self.baseline)
             self._append_github_summary()
+            self.finish_seconds = time.perf_counter() - started
         except Exception as exc:  # noqa: BLE001 - reported in the summary, with the traceback under -v
             import traceback
 
@@ -280,7 +284,10 @@ class Sys1CalRun:
 
         options = self.thresholds.analysis_options() if self.thresholds else {}
         analysis = analyze(
-            self.results, seed=self.seed, bootstrap=resolve(self.config, "--sys1cal-bootstrap"), **options
+            expand_rows(self.results, self.dataset),
+            seed=self.seed,
+            bootstrap=resolve(self.config, "--sys1cal-bootstrap"),
+            **options,
         )
         report = build_report(
             model=self.model_info(),
@@ -376,6 +383,10 @@ class Sys1CalRun:
             lines.append(("no rendering was measured (all deselected or skipped)", {}))
         if self.report_path and self.report is not None:
             lines.append((f"JSON report written to {self.report_path}", {}))
+        if self.finish_seconds is not None:
+            lines.append(
+                (f"analysis and reports of {len(self.report['items'])} renderings: {self.finish_seconds:.2f} s", {})
+            )
         if self.html_path and self.report is not None and not self.finish_error:
             lines.append((f"HTML report written to {self.html_path}", {}))
         if self.finish_error:

@@ -24,6 +24,7 @@ SUM_TOLERANCE = 0.05
 # Values a hair outside [0, 1] are float noise; anything further is a malformed answer.
 RANGE_TOLERANCE = 1e-9
 QUOTE_LIMIT = 400
+_UNPARSED = object()
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,12 @@ class WireResponse:
     content: bytes
 
     def json(self) -> Any:
-        return json.loads(self.content)
+        """The body parsed (once: the adapter's parse and reported_model both read it)."""
+        cached = self.__dict__.get("_json", _UNPARSED)
+        if cached is _UNPARSED:
+            cached = json.loads(self.content)
+            object.__setattr__(self, "_json", cached)
+        return cached
 
 
 class AnswerError(Exception):
@@ -157,6 +163,8 @@ def quote(value: Any) -> str:
 
 def check_probability(value: Any, what: str, answer: Any) -> float:
     """A finite number in [0, 1] (clipping float noise), or AnswerError quoting the answer."""
+    if type(value) is float and 0.0 <= value <= 1.0:  # the common case, decided at once (NaN fails it)
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise AnswerError(f"{what} is {quote(value)}, not a number; answer: {quote(answer)}")
     value = float(value)
