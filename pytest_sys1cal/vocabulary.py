@@ -18,3 +18,7 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 
 REPORT_SCHEMA = "sys1cal-report/1"
 MANIFEST_SCHEMA = "sys1cal-cassettes/1"
+
+# Reported p-values of the valid tests are floored here: below it a p-value carries no information once the
+# model is misspecified at all (docs/statistics.md §2.3).
+P_FLOOR = 1e-10

@@ -11,11 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..vocabulary import P_FLOOR
 from .student_t import t_ppf, t_sf
 
-# Reported p-values are floored here: below it a p-value carries no information once the model is
-# misspecified at all (docs/statistics.md §2.3).
-P_FLOOR = 1e-10
 # Random sign flips for the randomisation test; with few latent problems all 2^J flips are enumerated.
 SIGN_FLIPS = 9999
 SIGN_FLIP_CHUNK = 250

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..vocabulary import P_FLOOR
 from .latent import BLOCK, LatentData, LatentFit, fit_batch, log_terms, peak_mass
 from .stats import (
-    P_FLOOR,
     SIGN_FLIPS,
     NotEnoughData,
     floor_p,

@@ -33,10 +33,19 @@ class WireRequest:
     url: str
     body: Any  # JSON-serialisable
     headers: Mapping[str, str] = field(default_factory=dict)
+    # The body's bytes when the adapter already built them (they must equal what `body` would encode to).
+    encoded: bytes | None = None
 
     def content(self) -> bytes:
         # Compact JSON, never compressed: a compressed body cannot be matched or read in a cassette.
-        return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if self.encoded is not None:
+            return self.encoded
+        return encode_json(self.body).encode("utf-8")
+
+
+def encode_json(value: Any) -> str:
+    """The request bodies' JSON: compact, UTF-8 text as is."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ answers the questions in isolation, which is also how the paper queried Jev.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..dataset import SCORE_LEVELS, Rendering
@@ -18,6 +18,7 @@ from .base import (
     WireResponse,
     check_distribution,
     check_probability,
+    encode_json,
     quote,
 )
 
@@ -36,13 +37,15 @@ class SystemOneAdapter(ModelAdapter):
     key_env = "SYS1CAL_API_KEY"
 
     def requests(self, rendering: Rendering, question_ids: Sequence[str]) -> list[WireRequest]:
-        headers = self.json_headers()
-        body = {
-            "model": self.version,
-            "state": rendering.state,
-            "questions": build_questions(rendering, tuple(question_ids)),
-        }
-        return [WireRequest("POST", f"{self.base_url}/v1/systemone", body, headers)]
+        questions = build_questions(rendering, tuple(question_ids))
+        # The bytes are spliced from the state's stored compact JSON: the same bytes as encoding the whole
+        # body (object keys keep their order, the separators are the same), without parsing the state.
+        encoded = (
+            f'{{"model":{encode_json(self.version)},"state":{rendering.state_json},'
+            f'"questions":{encode_json(questions)}}}'
+        ).encode()
+        body = _Body(self.version, rendering, questions)
+        return [WireRequest("POST", f"{self.base_url}/v1/systemone", body, self.json_headers(), encoded)]
 
     def parse(self, question_ids: Sequence[str], responses: Sequence[WireResponse]) -> dict[str, Any]:
         (response,) = responses
@@ -62,6 +65,26 @@ class SystemOneAdapter(ModelAdapter):
                 raise AnswerError(f"no answer to question {qid!r}; answers: {quote(answers)}")
             sample[qid] = _parse_answer(qid, answer)
         return sample
+
+
+class _Body(Mapping[str, Any]):
+    """The request body as an object, the state parsed only if someone reads it (the bytes sent are
+    WireRequest.encoded)."""
+
+    def __init__(self, version: str, rendering: Rendering, questions: dict[str, Any]):
+        self._fields: dict[str, Any] = {"model": version, "state": None, "questions": questions}
+        self._rendering = rendering
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "state":
+            return self._rendering.state
+        return self._fields[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
 
 
 def _parse_answer(qid: str, answer: dict[str, Any]) -> Any:

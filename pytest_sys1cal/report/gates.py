@@ -5,8 +5,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..vocabulary import INCONCLUSIVE, NOT_APPLICABLE, NOT_MEASURED
+from ..vocabulary import FAILED, INCONCLUSIVE, NOT_APPLICABLE, NOT_MEASURED, PASSED
 from .table import Table, fmt
+
+
+def headline(result: Mapping[str, Any]) -> tuple[str, str]:
+    """The run's gates in one phrase, and its kind: "failed", "undecided", "passed" or "none"."""
+    gates = result.get("gates") or []
+    failed = sum(g.get("verdict") == FAILED for g in gates)
+    undecided = sum(g.get("verdict") == INCONCLUSIVE for g in gates)
+    if failed:
+        return "failed", f"{failed} gate(s) FAILED"
+    if undecided:
+        return "undecided", f"{undecided} comparison(s) inconclusive: not passed"
+    if any(g.get("verdict") == PASSED for g in gates):
+        return "passed", "every gate in force passed"
+    return "none", "no gate decided this run"
 
 
 def _value(value: Any) -> str:

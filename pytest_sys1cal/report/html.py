@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..files import write_atomic
 from ..vocabulary import FAILED, PRIMITIVES, VERDICTS
+from .gates import headline
 from .json_report import dumps
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ h1 { font-size: 1.5em; margin: 0.4em 0; } h2 { border-bottom: 1px solid #ddd; pa
 h3 { font-size: 1.05em; margin: 0 0 6px; }
 .verdict { font-weight: bold; padding: 8px 12px; border-radius: 4px; display: inline-block; }
 .verdict.ok { background: #e6f4ea; color: #1e6b34; } .verdict.failed { background: #fde8e8; color: #a11d1d; }
+.verdict.undecided { background: #fff4dc; color: #8a6100; } .notice { color: #8a6100; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; font-size: 0.92em; }
 dl.facts dt { color: #555; } dl.facts dd { margin: 0; }
 nav ul { columns: 2; font-size: 0.92em; }
@@ -45,7 +47,7 @@ th, td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: right; whi
 th:first-child, td:first-child { text-align: left; white-space: normal; }
 thead th { border-bottom: 2px solid #ccc; } tbody tr:nth-child(even) { background: #fafafa; }
 td.v-passed { color: #1e6b34; } td.v-FAILED { color: #a11d1d; font-weight: bold; }
-td.v-inconclusive { color: #8a6100; } td.v-not-measured { color: #777; }
+td.v-inconclusive { color: #8a6100; } td.v-not-measured, td.v-not-applicable { color: #777; }
 .table { overflow-x: auto; margin-bottom: 14px; }
 p.note { font-size: 0.8em; color: #555; margin: 2px 0; }
 figure { margin: 18px 0 28px; padding: 12px; border: 1px solid #e3e3e3; border-radius: 4px; }
@@ -121,13 +123,11 @@ def render_html(report: Mapping[str, Any], baseline: Mapping[str, Any] | None = 
 
 def _header(report: Mapping[str, Any], baseline: Mapping[str, Any] | None, title: str) -> list[str]:
     model, dataset, counts = report["model"], report["dataset"], report["counts"]
-    failed = [g for g in report.get("gates") or [] if g.get("verdict") == FAILED]
-    if failed:
-        verdict = f'<p class="verdict failed">✗ {len(failed)} gate(s) FAILED</p>'
-    elif report.get("gates"):
-        verdict = '<p class="verdict ok">✓ all measured gates passed</p>'
-    else:
-        verdict = '<p class="verdict">no gates configured for this model</p>'
+    kind, phrase = headline(report)
+    css = {"failed": "failed", "undecided": "undecided", "passed": "ok", "none": ""}[kind]
+    mark = {"failed": "✗ ", "undecided": "! ", "passed": "✓ ", "none": ""}[kind]
+    verdict = f'<p class="verdict {css}">{mark}{escape(phrase)}</p>'
+    verdict += "".join(f'<p class="notice">Notice: {escape(n)}</p>' for n in report.get("notices") or [])
     facts = [
         (
             "model",

@@ -6,11 +6,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..vocabulary import FAILED, INCONCLUSIVE, PASSED
 from .breakdown_tables import family_delta_table
-from .gates import comparison_table, gate_table
+from .gates import comparison_table, gate_table, headline
 from .paper_tables import build_tables
 from .table import markdown
+
+ICONS = {"failed": "❌", "undecided": "⚠️", "passed": "✅", "none": "➖"}
 
 
 def summary_markdown(
@@ -18,17 +19,8 @@ def summary_markdown(
 ) -> str:
     """html: the HTML report written by this run, linked as the job's artifact (run URL from GitHub's environ)."""
     model, dataset = result["model"], result["dataset"]
-    all_gates = result.get("gates", [])
-    failed = [g for g in all_gates if g.get("verdict") == FAILED]
-    undecided = [g for g in all_gates if g.get("verdict") == INCONCLUSIVE]
-    if failed:
-        verdict = f"❌ {len(failed)} gate(s) FAILED"
-    elif undecided:
-        verdict = f"⚠️ {len(undecided)} comparison(s) inconclusive: not passed"
-    elif any(g.get("verdict") == PASSED for g in all_gates):
-        verdict = "✅ every gate in force passed"
-    else:
-        verdict = "no gate decided this run"
+    kind, phrase = headline(result)
+    verdict = f"{ICONS[kind]} {phrase}"
     lines = [
         f"### Sys1Cal calibration: {model['name']} {model['version']} — {verdict}",
         "",
