@@ -16,21 +16,22 @@ from .measure import Measurer, result_row
 from .vocabulary import FAILED, INCONCLUSIVE, PASSED
 
 MARKER = "sys1cal: a Sys1Cal benchmark rendering (added automatically by pytest-sys1cal)"
-_MARK = pytest.mark.sys1cal  # built once: building a mark per item costs more than the item itself
 # A gate as a test outcome: an inconclusive comparison does not pass, so it fails like FAILED; a gate not
 # measured or not applicable (a run of part of the dataset) is a skip.
 OUTCOMES = {PASSED: "passed", FAILED: "failed", INCONCLUSIVE: "failed"}
 
 
 class Sys1CalItem(pytest.Item):
-    def __init__(self, *, rendering: Rendering, measurer: Measurer, dataset_path: Path, **kwargs: Any):
+    def __init__(
+        self, *, rendering: Rendering, measurer: Measurer, dataset_path: Path, mark: pytest.MarkDecorator, **kwargs: Any
+    ):
         super().__init__(**kwargs)
         self.rendering = rendering
         self.measurer = measurer
         self.dataset_path = dataset_path
         # The result travels on this item's test report, so it reaches the xdist controller too.
         self.sys1cal_result: dict[str, Any] | None = None
-        self.add_marker(_MARK)
+        self.add_marker(mark)
         # -k also matches the dataset's own instance id and the latent problem's id.
         self.extra_keyword_matches.update({rendering.instance_id, rendering.latent_instance_id, rendering.family})
 
@@ -72,6 +73,7 @@ class Sys1CalSuite(pytest.Collector):
     def collect(self) -> list[Sys1CalItem]:
         """Items in dataset order (family, then id) with stable ids ``sys1cal::<model>[<family>/<id>]``."""
         items = []
+        mark = pytest.mark.sys1cal  # one mark for every item: building one per item costs more than the item
         for rendering in self.dataset.renderings:
             name = item_name(self.model, rendering)
             items.append(
@@ -82,6 +84,7 @@ class Sys1CalSuite(pytest.Collector):
                     rendering=rendering,
                     measurer=self.measurer,
                     dataset_path=self.dataset.path,
+                    mark=mark,
                 )
             )
         return items
