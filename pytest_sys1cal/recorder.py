@@ -640,7 +640,7 @@ class Recorder:
                     return wire, response.extensions.get(INTERACTION_KEY)
                 self.cost.in_flight -= projected  # assumed unbilled: the server did not answer
                 error = self.run.adapter.error(wire)
-                if wire.status not in RETRY_STATUSES:
+                if wire.status not in RETRY_STATUSES or not error.retryable or error.fatal:
                     raise RecordingError(f"server error: {error}", fatal=error.fatal)
                 failure = error
                 retry_after = retry_after_seconds(wire.headers)
