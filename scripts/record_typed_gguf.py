@@ -37,6 +37,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -138,7 +139,9 @@ class TypedGgufServer(ChildServer):
     def __init__(self, install: TypedGguf, alias: str = DEFAULT_VERSION, log_dir: Path | None = None, port: int = 0):
         super().__init__(log_dir=log_dir, prefix="sys1cal-typed-gguf-")
         self.install, self.alias = install, alias
-        self.home = self.workdir / "home"
+        # Its own short folder: the warm host listens on a unix socket under TYPED_GGUF_HOME, and a path past
+        # 108 bytes (a pytest tmp_path easily is) makes every decision fail with a 422.
+        self.home = Path(tempfile.mkdtemp(prefix="sys1cal-tg-"))
         self.port = port or free_port()
         self.env = {
             **os.environ,
