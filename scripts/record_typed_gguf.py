@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -249,6 +250,8 @@ def record(args: argparse.Namespace, install: TypedGguf) -> int:
 
 
 def serve(args: argparse.Namespace, install: TypedGguf) -> int:
+    # SIGTERM as Ctrl-C, so the warm host is stopped on the way out either way.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with TypedGgufServer(install, args.version, port=args.port) as server:
         print(f"typed-gguf serving {install.gguf} as {args.version!r} at {server.url}; Ctrl-C stops it", flush=True)
         try:
