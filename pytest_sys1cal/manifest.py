@@ -108,13 +108,22 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "source": (True, lambda v: v in SOURCES, f"one of {', '.join(SOURCES)}"),
     "recorded_at": (False, lambda v: v is None or _text(v), "a UTC time (text) or null"),
     "note": (False, lambda v: isinstance(v, str), "text"),
+    "settings": (False, lambda v: isinstance(v, dict), "an object (the adapter's settings when recording)"),
     "reconstructed_from": (False, lambda v: isinstance(v, dict), "an object"),
 }
 
 
-def new_manifest(model: str, version: str, dataset: Dataset, repeats: int, questions: Sequence[str]) -> dict[str, Any]:
+def new_manifest(
+    model: str,
+    version: str,
+    dataset: Dataset,
+    repeats: int,
+    questions: Sequence[str],
+    settings: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Written before the first request, so an interrupted recording is resumable."""
     return {
+        **({"settings": dict(settings)} if settings else {}),
         "model": model,
         "version": version,
         "server_model": None,

@@ -66,6 +66,8 @@ class Sys1CalRun:
         with usage_errors():
             self.manifest = self.store.read_manifest()
         self._check_cassettes()
+        if self.manifest is not None and self.record_mode != "all":
+            self.adapter.use_recorded_settings(self.manifest.get("settings") or {})
         self.baseline_path: Path | None = resolve(config, "--sys1cal-baseline")
         self.baseline = self._load_baseline() if self.baseline_path else None
         rerecord = self.record_mode == "all" or self.manifest is None
@@ -209,7 +211,12 @@ class Sys1CalRun:
         if self.manifest is None or self.record_mode == "all":
             self._replaced_manifest = self.manifest
             self.manifest = new_manifest(
-                self.model_name, self.adapter.version, self.dataset, self.repeats, self.question_ids
+                self.model_name,
+                self.adapter.version,
+                self.dataset,
+                self.repeats,
+                self.question_ids,
+                self.adapter.settings(),
             )
             self.store.write_manifest(self.manifest)
             self._created_manifest = True

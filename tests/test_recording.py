@@ -352,6 +352,43 @@ def test_malformed_answers_fail_their_items_and_the_next_run_records_only_those(
         assert server.requests == 7 + 10 and len(cassettes(root)) == 6
 
 
+def test_a_typed_gguf_request_error_fails_its_item_at_once_where_a_plain_500_is_retried(
+    pytester: pytest.Pytester, dataset: tuple[Path, list[Rendering]]
+) -> None:
+    path, renderings = dataset
+    root = pytester.path / "c"
+    script: list[Action] = [
+        ("status", 500, {}, b'{"detail": "E_CTX_TOO_SMALL: the request needs 9000 tokens, the context holds 8192"}'),
+        ("status", 500, {}, b'{"detail": "E_INTERNAL: RuntimeError: boom"}'),  # retried, then answered
+    ]
+    with FaultServer(renderings, script=script) as server:
+        result = record(pytester, server.url, path, root, "--sys1cal-repeats=1", "--sys1cal-concurrency=1")
+        result.assert_outcomes(passed=5, failed=1)
+        assert server.requests == 6 + 1  # the E_CTX_TOO_SMALL request was not sent again
+    result.stdout.fnmatch_lines(
+        ["*bayes__seed_000042__repr_counts*: server error: HTTP 500: E_CTX_TOO_SMALL: the request needs 9000 tokens*"
+         "the same request fails again; not retried*"]
+    )  # fmt: skip
+    assert len(cassettes(root)) == 5
+
+
+def test_a_typed_gguf_setup_error_stops_the_run_with_one_clear_error(
+    pytester: pytest.Pytester, dataset: tuple[Path, list[Rendering]]
+) -> None:
+    path, renderings = dataset
+    root = pytester.path / "c"
+    unresolved = b'{"detail": "E_TEMPLATE_UNRESOLVED: no template could render this prompt."}'
+    with FaultServer(renderings, script=[("status", 500, {}, unresolved)] * 6) as server:
+        result = record(pytester, server.url, path, root, "--sys1cal-repeats=1", "--sys1cal-concurrency=1")
+        assert server.requests == 1
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*server error: HTTP 500: E_TEMPLATE_UNRESOLVED: no template could render this prompt. (the server cannot "
+         "answer any request; not retried)*", "*Interrupted: sys1cal: *"]
+    )  # fmt: skip
+    assert cassettes(root) == {}
+
+
 def test_gzipped_answers_are_stored_decoded_and_replay(
     pytester: pytest.Pytester, dataset: tuple[Path, list[Rendering]]
 ) -> None:

@@ -197,6 +197,102 @@ def test_a_body_that_is_not_json_is_a_clear_failure() -> None:
         parse(b")]}'\n{}")
 
 
+# A typed-gguf 0.3.0 answer to bayes__seed_000042__repr_counts, verbatim from its cassette
+# (cassettes/systemone/typed-gguf-smollm2-135m): a Noul `probabilities` block, 6 significant digits.
+TYPED_GGUF_BODY = (
+    b'{"model": "typed-gguf-smollm2-135m", "answers": {"noul": {"type": "noul", "noul": 0.839578, "probabilities": '
+    b'{"yes": 0.839578, "no": 0.160422}}, "choice": {"type": "choice", "choice": "True", "probabilities": {"False": '
+    b'0.451015, "True": 0.548985}, "confidence": 0.0979704}, "choice_swapped": {"type": "choice", "choice": "True", '
+    b'"probabilities": {"True": 0.764742, "False": 0.235258}, "confidence": 0.529483}, "score": {"type": "score", '
+    b'"score": 2.89513, "probabilities": {"0": 0.0348917, "1": 0.480844, "2": 0.0771023, "3": 0.105506, "4": '
+    b'0.0458384, "5": 0.0732038, "6": 0.0252906, "7": 0.0666804, "8": 0.0400972, "9": 0.0505454}, "confidence": '
+    b'0.42316, "legend": {"0": "Completely false", "1": "Very strongly false", "2": "Strongly false", "3": '
+    b'"Moderately false", "4": "Slightly false", "5": "Slightly true", "6": "Moderately true", "7": "Strongly true", '
+    b'"8": "Very strongly true", "9": "Completely true"}}}, "usage": {"input_tokens": 739, "output_tokens": 16}}'
+)
+
+
+def test_a_typed_gguf_answer_reads_like_jevs() -> None:
+    sample = parse(TYPED_GGUF_BODY)
+    assert sample["noul"] == 0.839578
+    assert sample["choice"] == pytest.approx(0.548985, abs=1e-6)  # renormalised from 6 significant digits
+    assert sample["choice_swapped"] == pytest.approx(0.764742, abs=1e-6)
+    assert sum(sample["score"]) == pytest.approx(1.0, abs=1e-12)
+    assert sample["score"][1] == pytest.approx(0.480844, abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("sides", "message"),
+    [
+        # P(no) where P(yes) belongs: the block and `noul` disagree.
+        (
+            {"yes": 0.7, "no": 0.3},
+            "answer to 'noul' contradicts itself: noul = 0.3 but its probabilities give P(yes) = 0.7",
+        ),
+        ({"true": 0.7, "false": 0.3}, "noul = 0.3 but its probabilities give P(true) = 0.7"),
+        ({"yes": 0.3, "no": 0.3}, "answer to 'noul': noul probabilities: probabilities sum to 0.6000, not 1"),
+        ({"yes": "0.3", "no": 0.7}, "answer to 'noul': noul probabilities: P(yes) is \"0.3\", not a number"),
+    ],
+)
+def test_a_noul_probabilities_block_must_agree_with_noul(sides: dict[str, Any], message: str) -> None:
+    with pytest.raises(AnswerError) as excinfo:
+        parse(edited(lambda b: b["answers"]["noul"].update(probabilities=sides)))
+    assert message in str(excinfo.value)
+
+
+@pytest.mark.parametrize(
+    "sides",
+    [
+        {"yes": 0.31, "no": 0.69},  # rounding
+        {"yes": 0.304, "no": 0.7},  # 2-decimal rounding plus renormalisation
+        {"A": 0.9, "B": 0.1},  # another shape: an extra field like any other, not read
+        [0.3, 0.7],
+    ],
+)
+def test_a_noul_probabilities_block_within_rounding_or_of_another_shape_is_tolerated(sides: Any) -> None:
+    assert parse(edited(lambda b: b["answers"]["noul"].update(probabilities=sides)))["noul"] == 0.3
+
+
+def typed_gguf_error(status: int, detail: Any) -> Any:
+    adapter = SystemOneAdapter(version="smollm2", base_url=None, environ={})
+    return adapter.error(WireResponse(status, {}, json.dumps({"detail": detail}).encode()))
+
+
+def test_typed_gguf_setup_errors_stop_the_run_without_retrying() -> None:
+    # typed-gguf serving a base GGUF (no chat template) on /v1/systemone: every request fails alike.
+    error = typed_gguf_error(500, "E_TEMPLATE_UNRESOLVED: no template could render this prompt. …")
+    assert (error.status, error.retryable, error.fatal) == (500, False, True)
+    assert str(error).startswith("HTTP 500: E_TEMPLATE_UNRESOLVED: no template could render this prompt.")
+    assert "the server cannot answer any request; not retried" in str(error)
+    assert typed_gguf_error(500, "E_RUNTIME_MISSING: no llama.cpp runtime").fatal
+
+
+def test_typed_gguf_request_errors_fail_the_item_without_retrying() -> None:
+    error = typed_gguf_error(500, "E_CTX_TOO_SMALL: the request needs 9000 tokens")
+    assert (error.retryable, error.fatal) == (False, False)
+    assert "the same request fails again; not retried" in str(error)
+
+
+def test_other_server_errors_are_retried_as_before() -> None:
+    for status, detail in ((500, "E_INTERNAL: RuntimeError: boom"), (500, "boom"), (503, "E_CTX_TOO_SMALL: x")):
+        error = typed_gguf_error(status, detail)
+        assert (error.retryable, error.fatal) == (True, False), detail
+    # A code in a 4xx is the plain 4xx (not retried because of its status), worded from `detail[]`.
+    error = typed_gguf_error(422, [{"type": "value_error", "loc": ["body", "questions", "noul", "criteria"],
+                                    "msg": "E_NOUL_CRITERIA: question 'noul': …"}])  # fmt: skip
+    assert str(error) == "HTTP 422: body.questions.noul.criteria: E_NOUL_CRITERIA: question 'noul': …"
+    assert not error.fatal
+
+
+def test_an_unknown_model_at_typed_gguf_stops_the_run_naming_the_option() -> None:
+    detail = [{"type": "value_error", "loc": ["body", "model"], "input": "smollm2",
+               "msg": "E_MODEL_NOT_FOUND: 'smollm2' is not a registry alias or `jev-latest`; known aliases: other"}]  # fmt: skip
+    error = typed_gguf_error(422, detail)
+    assert error.fatal and error.status == 422
+    assert str(error).startswith("HTTP 422: body.model: E_MODEL_NOT_FOUND: 'smollm2' is not a registry alias")
+    assert "--sys1cal-model-version" in str(error)
+
+
 def test_any_base_url_and_model_name() -> None:
     adapter = make_adapter(
         "systemone", [], version="typesafe/jev-1.13", base_url="https://openrouter.ai/api/", environ={}

@@ -70,16 +70,29 @@ class AnswerError(Exception):
 class ServerError(Exception):
     """A non-2xx response (or none at all), with the server's own words."""
 
-    def __init__(self, status: int | None, message: str, *, retry_after: float | None = None):
+    def __init__(
+        self,
+        status: int | None,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        retryable: bool = True,
+        fatal: bool = False,
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
         self.retry_after = retry_after
+        # An adapter that recognises a server's deterministic verdict in a 5xx (the same request gets the
+        # same error) says so: the recorder then fails the item at once instead of retrying it.
+        self.retryable = retryable
+        self._fatal = fatal
 
     @property
     def fatal(self) -> bool:
-        """Authentication problems repeat on every request: stop the run rather than fail 365 items."""
-        return self.status in (401, 403)
+        """Problems that repeat on every request (authentication; a server that cannot answer anything, as
+        its adapter recognises): stop the run rather than fail 365 items."""
+        return self._fatal or self.status in (401, 403)
 
     def __str__(self) -> str:
         return f"HTTP {self.status}: {self.message}" if self.status else self.message
@@ -122,6 +135,14 @@ class ModelAdapter(ABC):
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         return headers
+
+    def settings(self) -> dict[str, Any]:
+        """What shapes this adapter's requests beyond the model and the question (kept in the manifest)."""
+        return {}
+
+    def use_recorded_settings(self, settings: Mapping[str, Any]) -> None:  # noqa: B027 - optional, no-op here
+        """Adopt the settings the cassettes were recorded with (the manifest's), where the environment does
+        not set them: a replay then asks exactly what was recorded."""
 
     @abstractmethod
     def requests(self, rendering: Rendering, question_ids: Sequence[str]) -> list[WireRequest]:

@@ -78,6 +78,8 @@ SPELLING_PADDING = " \t\r\n\u2581\u0120\u010a"
 # exp(logprob) summed over options may exceed 1 only by float noise.
 MASS_TOLERANCE = 1e-3
 SHOWN_ALTERNATIVES = 8
+# The settings an environment variable sets (which then win over a manifest's recorded ones).
+_SETTING_ENV = {"mode": "SYS1CAL_SEMIF_MODE", "top_k": "SYS1CAL_SEMIF_TOP_K", "prefill": "SYS1CAL_SEMIF_PREFILL"}
 
 
 class TooManyOptions(ValueError):
@@ -222,10 +224,20 @@ class SemIfAdapter(ModelAdapter):
         if self.top_k < 1:
             raise ValueError(f"SYS1CAL_SEMIF_TOP_K={self.top_k} must be at least 1")
         self.prefill = environ.get("SYS1CAL_SEMIF_PREFILL", DEFAULT_PREFILL)
+        self._from_environment = {key for key, name in _SETTING_ENV.items() if name in environ}
 
     def settings(self) -> dict[str, Any]:
         """What shapes the requests, for manifests and notes."""
         return {"mode": self.mode, "top_k": self.top_k, "prefill": self.prefill, "prompt": PROMPT_VERSION}
+
+    def use_recorded_settings(self, settings: Mapping[str, Any]) -> None:
+        mode, top_k, prefill = settings.get("mode"), settings.get("top_k"), settings.get("prefill")
+        if "mode" not in self._from_environment and mode in MODES:
+            self.mode = mode
+        if "top_k" not in self._from_environment and isinstance(top_k, int) and top_k >= 1:
+            self.top_k = top_k
+        if "prefill" not in self._from_environment and isinstance(prefill, str):
+            self.prefill = prefill
 
     def body(self, state: Any, question: Mapping[str, Any]) -> dict[str, Any]:
         """The request body that asks one question."""

@@ -6,6 +6,7 @@ answers the questions in isolation, which is also how the paper queried Jev.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
 from .base import (
     AnswerError,
     ModelAdapter,
+    ServerError,
     WireRequest,
     WireResponse,
     check_distribution,
@@ -25,6 +27,23 @@ from .base import (
 SCORE_KEYS = [str(j) for j in range(SCORE_LEVELS)]
 # The answer types accepted for each question type: Vercel's gateway calls Noul "boolean".
 ANSWER_TYPES = {"noul": ("noul", "boolean"), "choice": ("choice",), "score": ("score",)}
+# A Noul answer may also carry its two-sided distribution (typed-gguf: {"yes": p, "no": 1 − p}); when it
+# does, P(yes) must agree with `noul` to within rounding (two 2-decimal roundings and a renormalisation
+# stay under 0.01), or the answer contradicts itself and fails the item.
+NOUL_SIDES = (("yes", "no"), ("true", "false"))
+NOUL_AGREEMENT = 0.02
+# typed-gguf's errors on /v1/systemone: a 500 whose `detail` is "E_CODE: message". These codes are its
+# verdict on the server's setup (every request fails alike: stop the run) or on this request (the same
+# request fails again: fail the item at once); any other 5xx is retried as usual.
+TYPED_ERROR = re.compile(r"^(E_[A-Z0-9_]+):")
+SETUP_ERRORS = frozenset({
+    "E_RUNTIME_MISSING", "E_RUNTIME_SYMBOLS", "E_RUNTIME_BUILD_OLD", "E_MODEL_ARCH_UNSUPPORTED",
+    "E_TEMPLATE_UNRESOLVED", "E_ROLE_SPLIT_UNSUPPORTED", "E_GGUF_CORRUPT", "E_SHA256_MISMATCH",
+    "E_REGISTRY_CORRUPT",
+})  # fmt: skip
+REQUEST_ERRORS = frozenset({"E_CTX_TOO_SMALL", "E_SEQ_MAX_EXCEEDED", "E_CANDIDATE_COLLISION"})
+# typed-gguf's 422 for a `model` that is neither a registry alias nor jev-latest: every request fails alike.
+MODEL_NOT_FOUND = re.compile(r"\bE_MODEL_NOT_FOUND\b")
 
 
 class SystemOneAdapter(ModelAdapter):
@@ -66,6 +85,27 @@ class SystemOneAdapter(ModelAdapter):
             sample[qid] = _parse_answer(qid, answer)
         return sample
 
+    def error(self, response: WireResponse) -> ServerError:
+        """The server's error; typed-gguf's error codes (in a 500 or 422) say whether retrying, or going on, can help."""
+        error = super().error(response)
+        message, status = error.message, response.status
+        if status < 500 and MODEL_NOT_FOUND.search(message):
+            return ServerError(
+                status,
+                f"{message} (the server does not know the model {self.version!r}, which the plugin sends from "
+                "--sys1cal-model-version: name one it serves; typed-gguf takes a registry alias or jev-latest)",
+                fatal=True,
+            )
+        match = TYPED_ERROR.match(message) if status == 500 else None
+        code = match.group(1) if match else None
+        if code in SETUP_ERRORS:
+            return ServerError(
+                status, f"{message} (the server cannot answer any request; not retried)", retryable=False, fatal=True
+            )
+        if code in REQUEST_ERRORS:
+            return ServerError(status, f"{message} (the same request fails again; not retried)", retryable=False)
+        return error
+
 
 class _Body(Mapping[str, Any]):
     """The request body as an object, the state parsed only if someone reads it (the bytes sent are
@@ -98,20 +138,39 @@ def _parse_answer(qid: str, answer: dict[str, Any]) -> Any:
     probabilities, integer probabilities, answers nobody asked for, and a Noul answer typed ``boolean``
     (the Vercel AI Gateway's name). Required: the answer's type, a Noul value in [0, 1], and Choice/Score
     ``probabilities`` whose keys are exactly the options (byte for byte) or ``"0".."9"``, each in [0, 1],
-    summing to 1 within SUM_TOLERANCE.
+    summing to 1 within SUM_TOLERANCE. A Noul ``probabilities`` block with sides yes/no or true/false
+    (typed-gguf's) is checked too: a valid distribution whose yes side agrees with ``noul``
+    (NOUL_AGREEMENT), so a server that put P(no) in either place is caught, not averaged in.
     """
     expected = "noul" if qid == NOUL else "score" if qid == SCORE else "choice"
     kind = answer.get("type")
     if kind not in ANSWER_TYPES[expected]:
         raise AnswerError(f"answer to {qid!r} has type {kind!r}, expected {expected!r}: {quote(answer)}")
     if qid == NOUL:
-        return check_probability(answer.get("noul"), f"answer to {qid!r}: noul", answer)
+        noul = check_probability(answer.get("noul"), f"answer to {qid!r}: noul", answer)
+        _check_noul_sides(qid, noul, answer)
+        return noul
     if qid == SCORE:
         # Keys are decimal strings on the wire ("0".."9"); the legend is informational and not checked.
         return check_distribution(answer.get("probabilities"), SCORE_KEYS, f"answer to {qid!r}", answer)
     options = CHOICE_OPTIONS[qid]
     probabilities = check_distribution(answer.get("probabilities"), options, f"answer to {qid!r}", answer)
     return probabilities[options.index("True")]
+
+
+def _check_noul_sides(qid: str, noul: float, answer: dict[str, Any]) -> None:
+    """A Noul `probabilities` block with yes/no (or true/false) sides must agree with `noul`; one of any other
+    shape is left alone, like any extra field."""
+    sides = answer.get("probabilities")
+    keys = next((pair for pair in NOUL_SIDES if isinstance(sides, dict) and set(sides) == set(pair)), None)
+    if keys is None:
+        return
+    p_yes = check_distribution(sides, keys, f"answer to {qid!r}: noul probabilities", answer)[0]
+    if abs(p_yes - noul) > NOUL_AGREEMENT:
+        raise AnswerError(
+            f"answer to {qid!r} contradicts itself: noul = {noul:g} but its probabilities give "
+            f"P({keys[0]}) = {p_yes:g}; answer: {quote(answer)}"
+        )
 
 
 class JevAdapter(SystemOneAdapter):

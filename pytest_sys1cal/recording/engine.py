@@ -384,7 +384,7 @@ class Engine:
             return (wire, response.extensions.get(INTERACTION_KEY)), None, None
         self.cost.in_flight -= projected  # assumed unbilled: the server did not answer
         error = self.measurer.adapter.error(wire)
-        if wire.status not in RETRY_STATUSES:
+        if wire.status not in RETRY_STATUSES or not error.retryable or error.fatal:
             raise MeasurementError(f"server error: {error}", fatal=error.fatal)
         retry_after = retry_after_seconds(wire.headers)
         if wire.status in SLOW_DOWN_STATUSES:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ def _script() -> Any:
     spec = importlib.util.spec_from_file_location("record_semif", REPO / "scripts" / "record_semif.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
