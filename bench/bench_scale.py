@@ -139,7 +139,10 @@ def main() -> int:
                     env = os.environ.copy()
                     if tree is not None:
                         env["PYTHONPATH"] = str(tree)
-                    case.results.setdefault(f"{name} {n}", []).append(measure([*case.replay, *extra], REPO, env))
+                    # Run from the tree itself: `python -m pytest` puts the working directory first on sys.path.
+                    case.results.setdefault(f"{name} {n}", []).append(
+                        measure([*case.replay, *extra], tree or REPO, env)
+                    )
     report(cases, trees, xdist=not options.no_xdist, rounds=options.rounds)
     if not options.no_xdist:
         recording_with_xdist(options.rounds)

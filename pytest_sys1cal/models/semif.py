@@ -1,53 +1,8 @@
-"""SemIf-style readout: option probabilities from the answer-slot logprobs of an ordinary language model.
-
-Any OpenAI-compatible server that returns ``top_logprobs`` works: llama.cpp's ``llama-server`` (also the
-one embedded in xllamacpp), vLLM, SGLang and others. Each question becomes ONE request (four per
-repeat), built from the same `/v1/systemone` question the Jev adapters send (questions.py), following
-SemIf's ``direct-options-v1`` design (jev-wire-contract.md §9.1):
-
-- system: "Apply the supplied criterion to the supplied evidence. Choose exactly one listed option.
-  Respond with only its uppercase letter."
-- user: ``json.dumps({"evidence": state, "criterion": instructions, "options": [{"letter": "A",
-  "description": ...}, ...]})``, then one sentence naming the letters ("Answer with only the letter of
-  your choice (A or B).").
-- an assistant turn that starts the answer, ``Answer:`` (the *prefill*), which the server continues.
-
-The two additions to SemIf's prompt are what makes a 135M-parameter model answer with a letter: with
-SemIf's prompt alone SmolLM2-135M-Instruct starts with "The" and puts 2–5 % of the answer slot on the
-letters; the closing sentence raises that to 20–45 %, and the prefill to 65–85 % (measured on 16
-renderings). The prefill needs a server that continues a final assistant message: llama.cpp does by
-default; for vLLM the request also carries ``continue_final_message: true`` and
-``add_generation_prompt: false`` (which llama.cpp ignores, byte-identical logprobs). Set
-``SYS1CAL_SEMIF_PREFILL=`` (empty) for a server that cannot, which drops all three.
-
-Options are lettered A, B, … in the order asked (at most 16, A–P, as in SemIf): Noul is a two-option
-question (its ``true`` description first, then ``false``), Choice keeps its option order (so the
-swapped Choice is a different prompt), Score lists its 10 levels low to high. The request asks for one
-token at temperature 0, with ``logprobs``/``top_logprobs`` and ``cache_prompt: false``; nothing is
-decoded. From the first position's top-K alternatives, P(option) ∝ the sum of exp(logprob) over every
-spelling of its letter ("A", " A", "\\nA", … — any token that is the letter once surrounding
-whitespace is stripped), renormalised over the options. Letters missing from the top-K count as 0
-(with K = 20 vs 200 the probabilities moved by at most 0.0015 on SmolLM2).
-
-Each sample also carries ``coverage``: per question, the answer-slot probability mass on the option
-tokens (1 − coverage is the mass that fell outside them, on "The", digits, …). It is a diagnostic
-that the analysis ignores; low coverage means the readout rests on a small part of what the model
-would say. A response without logprobs, or whose top-K holds no option token at all, fails the item.
-
-Configuration (read when the adapter is built; no pytest options of its own):
-
-    --sys1cal-base-url URL        server origin; env SYS1CAL_SEMIF_BASE_URL; default http://127.0.0.1:8080
-    --sys1cal-model-version V     the ``model`` sent, and the cassette folder; default smollm2-135m-instruct-q4_1
-    SYS1CAL_SEMIF_MODE            ``chat`` (default; /v1/chat/completions, for instruct models with a chat
-                                  template) or ``completion`` (/v1/completions with a plain-text prompt, for
-                                  base models)
-    SYS1CAL_SEMIF_TOP_K           alternatives requested for the answer slot (``top_logprobs``; ``logprobs``
-                                  in completion mode); default 20, the OpenAI API's and vLLM's default maximum
-    SYS1CAL_SEMIF_PREFILL         the start of the answer the model continues; default ``Answer:``
-    SYS1CAL_SEMIF_API_KEY         sent as ``Authorization: Bearer`` when set (never recorded)
-
-The mode, K and the prompt are part of each recorded request, so cassettes replay only with the
-settings they were recorded with (a mismatch is a cassette miss naming the file).
+"""SemIf-style readout: option probabilities from the answer-slot logprobs of an ordinary language model,
+over any OpenAI-compatible server that returns ``top_logprobs`` (llama.cpp's server, vLLM, SGLang). One
+request per question, options lettered A, B, … in the order asked, P(option) ∝ the summed probability of
+every spelling of its letter, renormalised. The prompt, the prefill, the modes and the settings (mode,
+top-K, prefill; environment variables, else the manifest's recorded ones): docs/wire.md §2.
 """
 
 from __future__ import annotations

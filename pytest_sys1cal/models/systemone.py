@@ -130,9 +130,8 @@ class _Body(Mapping[str, Any]):
 def _parse_answer(qid: str, answer: dict[str, Any]) -> Any:
     """What the analysis needs from one answer, checked strictly; everything else is left alone.
 
-    Tolerated, because servers that speak this wire differ there (jev-wire-contract.md §3, §8 and
-    local-models.md): extra fields in an answer or the envelope (a Noul ``probabilities`` block, a
-    ``semif`` block, ``x_`` extensions and unprefixed ones, even a NaN in a field not read), a missing
+    Tolerated, because servers that speak this wire differ there (docs/wire.md §1, docs/engines.md): extra
+    fields in an answer or the envelope (a Noul ``probabilities`` block, a ``semif`` block, ``x_`` extensions and unprefixed ones, even a NaN in a field not read), a missing
     ``usage`` or ``confidence``, a confidence out of range or computed another way, a Score legend that
     is an object, a list, 1-based or absent, ``choice``/``score`` fields that disagree with the
     probabilities, integer probabilities, answers nobody asked for, and a Noul answer typed ``boolean``
