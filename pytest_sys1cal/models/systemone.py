@@ -130,16 +130,16 @@ class _Body(Mapping[str, Any]):
 def _parse_answer(qid: str, answer: dict[str, Any]) -> Any:
     """What the analysis needs from one answer, checked strictly; everything else is left alone.
 
-    Tolerated, because servers that speak this wire differ there (docs/wire.md §1, docs/engines.md): extra
-    fields in an answer or the envelope (a Noul ``probabilities`` block, a ``semif`` block, ``x_`` extensions and unprefixed ones, even a NaN in a field not read), a missing
-    ``usage`` or ``confidence``, a confidence out of range or computed another way, a Score legend that
-    is an object, a list, 1-based or absent, ``choice``/``score`` fields that disagree with the
-    probabilities, integer probabilities, answers nobody asked for, and a Noul answer typed ``boolean``
-    (the Vercel AI Gateway's name). Required: the answer's type, a Noul value in [0, 1], and Choice/Score
-    ``probabilities`` whose keys are exactly the options (byte for byte) or ``"0".."9"``, each in [0, 1],
-    summing to 1 within SUM_TOLERANCE. A Noul ``probabilities`` block with sides yes/no or true/false
-    (typed-gguf's) is checked too: a valid distribution whose yes side agrees with ``noul``
-    (NOUL_AGREEMENT), so a server that put P(no) in either place is caught, not averaged in.
+    Tolerated, because servers that speak this wire differ there (docs/wire.md §1, docs/engines.md):
+    extra fields in an answer or the envelope (a ``semif`` block, ``x_`` extensions and unprefixed ones,
+    even a NaN in a field not read), a missing ``usage`` or ``confidence``, a confidence out of range or
+    computed another way, a Score legend that is an object, a list, 1-based or absent, ``choice``/``score``
+    fields that disagree with the probabilities, integer probabilities, answers nobody asked for, and a
+    Noul answer typed ``boolean`` (the Vercel AI Gateway's name). Required: the answer's type, a Noul value
+    in [0, 1], and Choice/Score ``probabilities`` whose keys are exactly the options (byte for byte) or
+    ``"0".."9"``, each in [0, 1], summing to 1 within SUM_TOLERANCE. A Noul ``probabilities`` block with
+    sides yes/no or true/false (typed-gguf's) is checked too: a valid distribution whose yes side agrees
+    with ``noul`` (NOUL_AGREEMENT), so a server that put P(no) in either place is caught, not averaged in.
     """
     expected = "noul" if qid == NOUL else "score" if qid == SCORE else "choice"
     kind = answer.get("type")
