@@ -70,9 +70,9 @@ class Sys1CalRun:
             self.adapter.use_recorded_settings(self.manifest.get("settings") or {})
         self.baseline_path: Path | None = resolve(config, "--sys1cal-baseline")
         self.baseline = self._load_baseline() if self.baseline_path else None
-        rerecord = self.record_mode == "all" or self.manifest is None
-        question_ids: tuple[str, ...] = ALL_QUESTIONS if rerecord else tuple(self.manifest["questions"])
-        self.repeats: int = self._repeats(rerecord)
+        fresh = self._rerecording
+        question_ids: tuple[str, ...] = ALL_QUESTIONS if fresh else tuple(self.manifest["questions"])  # type: ignore[index]
+        self.repeats: int = self._repeats()
         self._check_baseline_repeats()
         self.measurer = Measurer(
             self.adapter,
@@ -111,15 +111,16 @@ class Sys1CalRun:
 
     @property
     def _rerecording(self) -> bool:
+        """Whether this run asks afresh (no manifest, or record mode all) rather than what the cassettes hold."""
         return self.record_mode == "all" or self.manifest is None
 
-    def _repeats(self, rerecord: bool) -> int:
+    def _repeats(self) -> int:
         """--sys1cal-repeats; else the manifest's when replaying; else, when recording against a baseline,
         as many repeats as the baseline averaged (like with like); else 10."""
         given = resolve(self.config, "--sys1cal-repeats")
         if given:
             return int(given)
-        if not rerecord:
+        if not self._rerecording:
             return int(self.manifest["repeats"])  # type: ignore[index]
         if self.baseline is not None:
             return _averaged_repeats(self.baseline)
