@@ -193,8 +193,9 @@ class Sys1CalRun:
             )
 
     def header(self) -> str:
-        per_answer = f", each answer the mean of {self.repeats_per_answer}" if self.repeats_per_answer > 1 else ""
-        cassettes = f"{self.source} cassettes, {self.repeats} repeat{'s' if self.repeats != 1 else ''}{per_answer}"
+        from .report.terminal import repeats_phrase
+
+        cassettes = f"{self.source} cassettes, {repeats_phrase(self.repeats, self.repeats_per_answer)}"
         return (
             f"sys1cal: model {self.model_name} {self.adapter.version} ({cassettes}); dataset {self.dataset.name} "
             f"sha256 {self.dataset.sha256[:12]}… ({len(self.dataset.renderings)} renderings, "

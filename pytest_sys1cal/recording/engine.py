@@ -23,7 +23,7 @@ from ..dataset import Rendering
 from ..errors import MeasurementError
 from ..measure import Measurer, result_row
 from ..models.base import AnswerError, WireRequest, WireResponse
-from ..vcr_store import load_cassette, save_cassette
+from ..vcr_store import save_cassette
 from .plan import CostMeter, dollars, estimate_tokens, reported_input_tokens
 from .policy import NEVER_UP_ATTEMPTS, RETRY_STATUSES, SLOW_DOWN_STATUSES, Settings, backoff, retry_after_seconds
 from .transport import AsyncCassetteTransport, to_vcr_request
@@ -208,10 +208,13 @@ class Engine:
             return
         measurer = self.measurer
         try:
-            job.cassette = load_cassette(measurer.store, job.rendering)
+            job.cassette = measurer.open(job.rendering)  # a damaged file: the same one-line error as on replay
             repeats = [measurer.adapter.requests(job.rendering, measurer.question_ids) for _ in range(measurer.repeats)]
-        except Exception as exc:  # noqa: BLE001 - a broken cassette file: that item's error
-            self._settle(job, error=MeasurementError(f"cannot open the cassette: {type(exc).__name__}: {exc}"))
+        except MeasurementError as exc:
+            self._settle(job, error=exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - a bug: that item's error, never a worker gone quiet
+            self._settle(job, error=MeasurementError(f"recording failed: {describe_exception(exc)}"))
             return
         job.responses = [[None] * len(requests) for requests in repeats]
         job.interactions = [[None] * len(requests) for requests in repeats]

@@ -34,8 +34,8 @@ def summary_lines(result: Mapping[str, Any], rerecord: tuple[str, str] | None = 
     counts = result["counts"]
     lines: list[Line] = [
         (
-            f"{model['name']} {model['version']} ({model['source']} cassettes, {result['repeats']} repeat"
-            f"{'s' if result['repeats'] != 1 else ''}{_per_answer(result)}) on {dataset['name']}: {counts['measured']} of "
+            f"{model['name']} {model['version']} ({model['source']} cassettes, "
+            f"{repeats_phrase(result['repeats'], result.get('repeats_per_answer', 1))}) on {dataset['name']}: {counts['measured']} of "
             f"{counts['renderings']} selected renderings measured, {counts['latent_problems']} latent problems",
             {},
         )
@@ -53,9 +53,10 @@ def summary_lines(result: Mapping[str, Any], rerecord: tuple[str, str] | None = 
     return lines
 
 
-def _per_answer(result: Mapping[str, Any]) -> str:
-    per_answer = result.get("repeats_per_answer", 1)
-    return f", each answer the mean of {per_answer}" if per_answer > 1 else ""
+def repeats_phrase(repeats: int, per_answer: int = 1) -> str:
+    """ "1 repeat", "10 repeats", or "1 repeat, each answer the mean of 10" (reconstructed cassettes)."""
+    phrase = f"{repeats} repeat{'s' if repeats != 1 else ''}"
+    return f"{phrase}, each answer the mean of {per_answer}" if per_answer > 1 else phrase
 
 
 def gate_lines(result: Mapping[str, Any], rerecord: tuple[str, str] | None = None) -> list[Line]:
