@@ -1,94 +1,26 @@
-"""The VCR store: one vcrpy JSON cassette per rendering, a manifest per model version, atomic writes.
-
-Replay reads a cassette as plain JSON (`Recorded`); vcrpy's objects and matchers (vcr_store.py) and the
-HTTP transports that record (recording/transport.py) are imported only when a run needs them, so a replay
-pays for neither. The format is vcrpy's: ``vcr.use_cassette(path, serializer="json")`` reads every file.
+"""The cassette file format: one vcrpy JSON cassette per rendering (the folder that holds them and its
+manifest: cassette_folder.py). Replay reads a cassette as plain JSON (`Recorded`); vcrpy's objects and
+matchers (vcr_store.py) and the HTTP transports that record (recording/transport.py) are imported only when
+a run needs them, so a replay pays for neither. ``vcr.use_cassette(path, serializer="json")`` reads every file.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-from .dataset import Rendering
-from .files import write_atomic
-from .manifest import MANIFEST, read_manifest
-from .vocabulary import MANIFEST_SCHEMA, RECORD_MODES
-
-if TYPE_CHECKING:
-    from vcr.request import Request as VcrRequest
+from .errors import MeasurementError
 
 EXTENSION_KEY = "sys1cal_cassette"
 INTERACTION_KEY = "sys1cal_interaction"
-REDACTED = "<REDACTED>"
 # Headers that carry or may carry credentials, matched case-insensitively on the name.
 SECRET_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|session|signature|credential|password", re.I)
 
 
-class CassetteMiss(Exception):
+class CassetteMiss(MeasurementError):
     """A request that replay cannot answer; the message names the cassette file."""
-
-
-class CassetteStore:
-    """Cassette files of one model version: paths, loading, saving, the manifest."""
-
-    def __init__(self, root: Path, model: str, version: str, record_mode: str, secrets: Iterable[str] = ()):
-        if record_mode not in RECORD_MODES:
-            raise ValueError(f"record mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
-        self.root = root
-        self.model, self.version = model, version
-        self.folder = root / model / version
-        self._folder = str(self.folder)
-        self.record_mode = record_mode
-        self._secrets = [s for s in secrets if s]
-
-    def path_for(self, rendering: Rendering) -> Path:
-        return Path(self.file_for(rendering))
-
-    def file_for(self, rendering: Rendering) -> str:
-        """path_for as text, for the replay path (pathlib's joins cost more than reading a small file)."""
-        return f"{self._folder}/{rendering.family}/{rendering.short_id}.json"
-
-    def read_manifest(self) -> dict[str, Any] | None:
-        """The folder's validated manifest (manifest.py), None when there is none."""
-        return read_manifest(self.folder / MANIFEST, self.model, self.version)
-
-    def write_manifest(self, manifest: Mapping[str, Any]) -> None:
-        text = json.dumps({"schema": MANIFEST_SCHEMA, **manifest}, indent=2, sort_keys=True) + "\n"
-        write_atomic(self.folder / MANIFEST, self._redact(text))
-
-    def remove_empty_folder(self) -> None:
-        """Undo a recording that saved nothing: the manifest it wrote, and the folders it left empty."""
-        if any(self.folder.glob("*/*.json")):
-            return
-        (self.folder / MANIFEST).unlink(missing_ok=True)
-        for directory in [*sorted(self.folder.glob("*/"), reverse=True), self.folder, self.folder.parent, self.root]:
-            if directory.is_dir() and not any(directory.iterdir()):
-                directory.rmdir()
-
-    def _redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        return text
-
-    def scrub_request(self, request: VcrRequest) -> VcrRequest:
-        for name in list(request.headers):
-            if SECRET_HEADER.search(name):
-                del request.headers[name]
-        return request
-
-    def scrub_response(self, response: dict[str, Any]) -> dict[str, Any]:
-        response["headers"] = {k: v for k, v in response["headers"].items() if not SECRET_HEADER.search(k)}
-        body = response["body"]["string"]
-        if self._secrets and isinstance(body, bytes):
-            for secret in self._secrets:
-                body = body.replace(secret.encode(), REDACTED.encode())
-            response["body"]["string"] = body
-        return response
 
 
 class Recorded:

@@ -4,7 +4,7 @@ only asks the measurer for its rendering's result."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +12,14 @@ import pytest
 
 from .dataset import Dataset, Rendering
 from .errors import MeasurementError
-from .measure import Measurer, result_row
-from .vocabulary import FAILED, INCONCLUSIVE, PASSED
+from .gates.rows import GateRow, passes
+from .measure import Measurer
+from .results import ResultRow
 
 MARKER = "sys1cal: a Sys1Cal benchmark rendering (added automatically by pytest-sys1cal)"
-# A gate as a test outcome: an inconclusive comparison does not pass, so it fails like FAILED; a gate not
-# measured or not applicable (a run of part of the dataset) is a skip.
-OUTCOMES = {PASSED: "passed", FAILED: "failed", INCONCLUSIVE: "failed"}
+# A gate as a test outcome (gates/rows.py decides): passed; failed (FAILED, inconclusive, or not measured
+# on a run of the whole dataset); skipped when it neither passed nor failed (a run of part of the dataset).
+OUTCOMES = {True: "passed", False: "failed", None: "skipped"}
 
 
 class Sys1CalItem(pytest.Item):
@@ -30,7 +31,7 @@ class Sys1CalItem(pytest.Item):
         self.measurer = measurer
         self.dataset_path = dataset_path
         # The result travels on this item's test report, so it reaches the xdist controller too.
-        self.sys1cal_result: dict[str, Any] | None = None
+        self.sys1cal_result: ResultRow | None = None
         self.add_marker(mark)
         # -k also matches the dataset's own instance id and the latent problem's id.
         self.extra_keyword_matches.update({rendering.instance_id, rendering.latent_instance_id, rendering.family})
@@ -39,12 +40,12 @@ class Sys1CalItem(pytest.Item):
         try:
             self.sys1cal_result = self.measurer.measure(self.rendering)
         except MeasurementError as exc:
-            self.sys1cal_result = result_row(self.rendering, [], error=str(exc))
+            self.sys1cal_result = ResultRow.failed(self.rendering, str(exc))
             if exc.fatal:
                 self.session.shouldstop = f"sys1cal: {exc}"
             raise
         except Exception as exc:  # a bug: still counted as failed everywhere, and shown with its traceback
-            self.sys1cal_result = result_row(self.rendering, [], error=f"{type(exc).__name__}: {exc}")
+            self.sys1cal_result = ResultRow.failed(self.rendering, f"{type(exc).__name__}: {exc}")
             raise
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -113,22 +114,27 @@ def renderings_of_nodeids(nodeids: Sequence[str], model: str, dataset: Dataset) 
 
 
 def gate_reports(
-    gates: Sequence[Mapping[str, Any]], locate: Callable[[str], tuple[str, int]]
-) -> Iterator[tuple[pytest.TestReport, str]]:
+    gates: Sequence[GateRow], locate: Callable[[str], tuple[str, int]]
+) -> Iterator[tuple[pytest.TestReport, GateRow]]:
     """For each gate a call report carrying its verdict, then the teardown report that closes it (each with
-    the gate's verdict). `locate(name)` gives the file and 1-based line that configure the gate."""
+    its gate). `locate(name)` gives the file and 1-based line that configure the gate."""
     for gate in gates:
-        nodeid = f"sys1cal::gates::{gate['name']}"
-        path, line = locate(gate["name"])
-        location = (path, line - 1, f"sys1cal gate {gate['name']}")
-        outcome = OUTCOMES.get(gate["verdict"], "skipped")
-        explanation = gate.get("explanation") or gate["verdict"]
+        nodeid = f"sys1cal::gates::{gate.name}"
+        path, line = locate(gate.name)
+        location = (path, line - 1, f"sys1cal gate {gate.name}")
+        outcome = OUTCOMES[passes(gate.verdict)]
+        explanation = gate.explanation or gate.verdict
         longrepr: Any = None
         if outcome == "failed":
-            longrepr = f"{gate['verdict']}: {explanation}"
+            longrepr = f"{gate.verdict}: {explanation}"
         elif outcome == "skipped":
-            longrepr = (path, line, f"Skipped: {gate['verdict']}: {explanation}")
-        properties = [(key, gate[key]) for key in ("metric", "observed", "limit", "verdict") if key in gate]
+            longrepr = (path, line, f"Skipped: {gate.verdict}: {explanation}")
+        properties = [
+            ("metric", gate.metric),
+            ("observed", gate.observed),
+            ("limit", gate.limit),
+            ("verdict", gate.verdict),
+        ]
         report = pytest.TestReport(nodeid, location, {}, outcome, longrepr, "call", user_properties=properties)
-        yield report, gate["verdict"]
-        yield pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"), gate["verdict"]
+        yield report, gate
+        yield pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"), gate

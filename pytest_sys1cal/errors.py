@@ -1,6 +1,13 @@
-"""The plugin's two kinds of error: a mistake in what the user gave it (`InputError`, shown as one usage
-error naming the file and the fix) and a rendering that could not be measured (`MeasurementError`,
-which fails its item, or stops the run when every other item would fail alike)."""
+"""The plugin's two roots of error; every exception class in the package derives from one of them.
+
+- `InputError`: a mistake in what the user gave (an option, a file, an environment variable), worded for
+  them: where it is and how to fix it. The plugin shows it as one usage error line (exit status 4), the
+  commands as one line on stderr (exit 4).
+- `MeasurementError`: a rendering (or, `fatal`, the whole run) could not be measured: the server erred,
+  an answer was malformed, replay had no recording. It fails its item with one line.
+
+Nothing converts a bare ``ValueError`` into a usage error: only these say they are meant for the user.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ import contextlib
 from collections.abc import Iterator
 
 
-class InputError(ValueError):
+class InputError(Exception):
     """A mistake in a file or option the user gave, worded for them: where it is and how to fix it."""
 
 
@@ -21,12 +28,11 @@ class MeasurementError(Exception):
 
 
 @contextlib.contextmanager
-def usage_errors(*also: type[Exception]) -> Iterator[None]:
-    """Turn an InputError (or one of `also`) raised inside the block into pytest's usage error: one
-    line, no traceback."""
+def usage_errors() -> Iterator[None]:
+    """Turn an InputError raised inside the block into pytest's usage error: one line, no traceback."""
     try:
         yield
-    except (InputError, *also) as exc:
+    except InputError as exc:
         import pytest
 
         raise pytest.UsageError(str(exc)) from None

@@ -10,12 +10,15 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .dataset import Dataset
 from .errors import InputError
 from .questions import ALL_QUESTIONS
 from .vocabulary import MANIFEST_SCHEMA
+
+if TYPE_CHECKING:
+    from .results import ResultRow
 
 MANIFEST = "manifest.json"
 SOURCES = ("recorded", "reconstructed", "mixed")
@@ -135,14 +138,12 @@ def new_manifest(
     }
 
 
-def after_recording(
-    manifest: Mapping[str, Any], results: Sequence[Mapping[str, Any]], repeats: int
-) -> dict[str, Any] | None:
+def after_recording(manifest: Mapping[str, Any], results: Sequence[ResultRow], repeats: int) -> dict[str, Any] | None:
     """The manifest once this run's results are in; None when this run recorded nothing."""
-    recorded = [row for row in results if row.get("recorded")]
+    recorded = [row for row in results if row.recorded]
     if not recorded:
         return None
-    server_models = sorted({row["server_model"] for row in recorded if row.get("server_model")})
+    server_models = sorted({row.server_model for row in recorded if row.server_model})
     source = manifest["source"]
     updated = {
         **manifest,
@@ -150,6 +151,6 @@ def after_recording(
         "recorded_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
         "source": source if source == "recorded" else "mixed",
     }
-    if not any(row.get("error") for row in results):
+    if not any(row.error for row in results):
         updated["repeats"] = repeats
     return updated

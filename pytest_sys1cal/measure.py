@@ -1,162 +1,183 @@
-"""Measuring one rendering: ask (or replay) its questions for every repeat, and the result row that
-carries the answers to the analysis (on the item's test report, so it reaches the xdist controller)."""
+"""Measuring one rendering: ask (or replay) its questions for every repeat and turn the answers into its
+`ResultRow`. Replay reads the cassette; whatever needs the network goes to the sender the measurer was
+handed (the recording engine: retries, pacing and the cost cap in one place), never to a client of its own."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from .cassettes import CassetteMiss, CassetteStore, Recorded, recorded_headers
-from .dataset import Dataset, Rendering
+from .cassettes import CassetteMiss, Recorded, recorded_headers
+from .dataset import Rendering
 from .errors import MeasurementError
 from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
+from .results import ResultRow
 
 if TYPE_CHECKING:
     from .advice import Advice
-    from .recording.transport import LiveClient
-
-TIMEOUT_SECONDS = 60.0
+    from .cassette_folder import CassetteFolder
 
 
-def result_row(
-    rendering: Rendering,
-    samples: list[dict[str, Any]],
-    *,
-    server_model: str | None = None,
-    recorded: bool = False,
-    error: str | None = None,
-) -> dict[str, Any]:
-    """The one shape of a measured (or failed) rendering, as the analysis reads it."""
-    row = {
-        "instance_id": rendering.instance_id,
-        "latent_instance_id": rendering.latent_instance_id,
-        "family": rendering.family,
-        "representation": rendering.representation,
-        "p_star": rendering.p_star,
-        "samples": samples,
-    }
-    if error is not None:
-        return {**row, "error": error}
-    return {**row, "server_model": server_model, "recorded": recorded}
+class Sender(Protocol):
+    """What sends a rendering's requests for real (recording/engine.py's Engine): it is given renderings and
+    hands back their rows, replaying what their cassettes already hold and recording the rest."""
 
-
-def compact_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A result row as it travels and waits for the analysis: the rendering's id, its samples as one JSON
-    text (floats round-trip exactly), and what recording and failure say; `expand_rows` restores it."""
-    out = {key: row[key] for key in ("error", "server_model", "recorded") if key in row}
-    return {"instance_id": row["instance_id"], "samples_json": json.dumps(row["samples"]), **out}
-
-
-def expand_rows(rows: list[dict[str, Any]], dataset: Dataset) -> list[dict[str, Any]]:
-    """The analysis's rows from compact ones: the identity from the dataset, the samples parsed."""
-    by_id = {rendering.instance_id: rendering for rendering in dataset.renderings}
-    out = []
-    for row in rows:
-        rendering = by_id[row["instance_id"]]
-        extra = {key: row[key] for key in ("server_model", "recorded") if key in row}
-        out.append({**result_row(rendering, json.loads(row["samples_json"]), error=row.get("error")), **extra})
-    return out
-
-
-class Recorder(Protocol):
-    """The concurrent recording engine, as measuring sees it (recording/engine.py)."""
+    def submit(self, renderings: Sequence[Rendering]) -> None: ...
 
     def handles(self, rendering: Rendering) -> bool: ...
 
-    def result(self, rendering: Rendering) -> dict[str, Any]: ...
-
-    def tick(self) -> None: ...
+    def result(self, rendering: Rendering) -> ResultRow: ...
 
     def close(self) -> None: ...
 
 
 class Measurer:
-    """What one process needs to measure renderings: the adapter, the cassettes, the questions and
-    repeats. Replays straight from the cassette; sends through an HTTP client only when recording."""
+    """What one process needs to measure renderings: the adapter, the cassette folder, the questions and
+    repeats, and (when recording) a factory for the one sender, made when the first rendering needs it."""
 
     def __init__(
         self,
         adapter: ModelAdapter,
-        store: CassetteStore,
+        folder: CassetteFolder,
         question_ids: tuple[str, ...],
         repeats: int,
         *,
-        timeout: float | None = None,
         advice: Advice,
+        sender: Callable[[Measurer], Sender] | None = None,
     ):
         self.adapter = adapter
-        self.store = store
+        self.folder = folder
         self.question_ids = question_ids
         self.repeats = repeats
-        self.timeout = timeout or TIMEOUT_SECONDS
         self.advice = advice
-        # The concurrent recording engine when this process records ahead of the items; None on replay.
-        self.recorder: Recorder | None = None
-        self._live: LiveClient | None = None  # the HTTP client, made when the first request goes out
+        self._make_sender = sender
+        self.sender: Sender | None = None  # made on first use
 
     @property
     def recording(self) -> bool:
-        return self.store.record_mode != "none"
+        return self.folder.recording
 
-    def measure(self, rendering: Rendering) -> dict[str, Any]:
-        """Every question of `rendering` for every repeat; the cassette is saved only when all of them
-        succeeded, so a failure never leaves a partial recording behind. A rendering being recorded
-        concurrently is waited for instead."""
-        if self.recorder is not None and self.recorder.handles(rendering):
-            return self.recorder.result(rendering)
-        if not self.recording:
-            row = self._replay_exact(rendering)
-            if row is not None:
-                return row
-        cassette = self.open(rendering)
-        samples: list[dict[str, Any]] = []
+    def measure(self, rendering: Rendering) -> ResultRow:
+        """Every question of `rendering` for every repeat. While recording, a rendering that needs the network
+        goes to the sender (which saves its cassette only once every repeat succeeded); the rest replays."""
+        if self.recording and self._make_sender is not None:
+            sender = self.start_sender()
+            if sender.handles(rendering) or self.unanswered(rendering):
+                sender.submit([rendering])
+                return sender.result(rendering)
+        row = self._replay_exact(rendering) if not self.recording else None
+        return row if row is not None else self._replay_matched(rendering)
+
+    def start_sender(self) -> Sender:
+        if self.sender is None:
+            assert self._make_sender is not None
+            self.sender = self._make_sender(self)
+        return self.sender
+
+    # ------------------------------------------------------------------ the repeats of one rendering
+
+    def ask(self, rendering: Rendering) -> list[list[WireRequest]]:
+        """The requests of every repeat, in order (the same requests each repeat)."""
+        return [self.adapter.requests(rendering, self.question_ids)] * self.repeats
+
+    def sample(self, responses: Sequence[WireResponse]) -> dict[str, Any]:
+        """One repeat's sample from its answered requests (a non-2xx answer raises the server's error)."""
+        for response in responses:
+            if not response.ok:
+                raise self.adapter.error(response)
+        return self.adapter.parse(self.question_ids, responses)
+
+    def row(
+        self, rendering: Rendering, answers: Sequence[Sequence[WireResponse]], *, recorded: bool = False
+    ) -> ResultRow:
+        """The rendering's row from the answers of every repeat (the model the server reported: the last said)."""
+        samples = [self.sample(responses) for responses in answers]
+        return ResultRow.measured(rendering, samples, server_model=self.reported(answers), recorded=recorded)
+
+    def reported(self, answers: Sequence[Sequence[WireResponse]]) -> str | None:
+        """The model id the server reported, the last one said over the repeats."""
         server_model = None
-        with self._failures(rendering):
-            for _ in range(self.repeats):
-                requests = self.adapter.requests(rendering, self.question_ids)
-                responses = [self._send(cassette, request) for request in requests]
-                samples.append(self.adapter.parse(self.question_ids, responses))
-                server_model = self.adapter.reported_model(responses) or server_model
-        recorded = bool(cassette.dirty)
-        from .vcr_store import save_cassette
+        for responses in answers:
+            server_model = self.adapter.reported_model(responses) or server_model
+        return server_model
 
-        save_cassette(cassette)
-        return result_row(rendering, samples, server_model=server_model, recorded=recorded)
+    def _answered(self, rendering: Rendering, answer: Callable[[WireRequest], WireResponse | None]) -> ResultRow | None:
+        """The row, each request answered by `answer`; None as soon as one request has no answer."""
+        answers = []
+        with self.failures(rendering):
+            for requests in self.ask(rendering):
+                responses = [answer(request) for request in requests]
+                if any(response is None for response in responses):
+                    return None
+                answers.append(responses)
+            return self.row(rendering, answers)  # type: ignore[arg-type]
 
-    def _replay_exact(self, rendering: Rendering) -> dict[str, Any] | None:
+    # ------------------------------------------------------------------ replay
+
+    def _replay_exact(self, rendering: Rendering) -> ResultRow | None:
         """Replay requests byte-equal to recorded ones, without vcrpy's objects; None when the cassette is
         missing or some request is not byte-equal to a recording, so that vcrpy's matchers decide (and say
         why a request has no recording)."""
         try:
-            recorded = Recorded.read(self.store.file_for(rendering))
+            recorded = Recorded.read(self.folder.file_for(rendering))
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise MeasurementError(self.damaged(rendering, exc)) from None
-        requests = self.adapter.requests(rendering, self.question_ids)  # the same requests every repeat
-        keys = [(r.method, urlsplit(r.url).path, r.content().decode("utf-8")) for r in requests]
-        samples: list[dict[str, Any]] = []
-        server_model = None
-        with self._failures(rendering):
-            for _ in range(self.repeats):
-                answers = [recorded.take(*key) for key in keys]
-                if any(answer is None for answer in answers):
-                    return None
-                responses = [_checked(self.adapter, _wire(answer)) for answer in answers]  # type: ignore[arg-type]
-                samples.append(self.adapter.parse(self.question_ids, responses))
-                server_model = self.adapter.reported_model(responses) or server_model
-        return result_row(rendering, samples, server_model=server_model)
+
+        def answer(request: WireRequest) -> WireResponse | None:
+            found = recorded.take(request.method, urlsplit(request.url).path, request.content().decode("utf-8"))
+            return None if found is None else _wire(found)
+
+        return self._answered(rendering, answer)
+
+    def _replay_matched(self, rendering: Rendering) -> ResultRow:
+        """Replay through vcrpy's matchers: a request no recording answers fails the item, saying why."""
+        from vcr.request import Request as VcrRequest
+
+        from .vcr_store import replay
+
+        cassette = self.open(rendering)
+
+        def answer(request: WireRequest) -> WireResponse:
+            vcr_request = VcrRequest(request.method, request.url, request.content(), dict(request.headers))
+            return _wire(replay(cassette, vcr_request))
+
+        row = self._answered(rendering, answer)
+        assert row is not None
+        return row
+
+    def unanswered(self, rendering: Rendering) -> list[WireRequest]:
+        """The requests of `rendering` (all repeats, in order) its cassette cannot replay in this record mode:
+        everything in ``all``; everything or nothing in ``once`` (an existing cassette is replay-only); the
+        unplayable remainder in ``new_episodes``; nothing when replaying."""
+        mode = self.folder.record_mode
+        if mode == "none":
+            return []
+        wanted = [request for requests in self.ask(rendering) for request in requests]
+        if mode == "all":
+            return wanted
+        exists = self.folder.path_for(rendering).is_file()
+        if mode == "once" or not exists:
+            return [] if exists else wanted
+        from .vcr_store import playable
+
+        cassette = self.open(rendering)  # new_episodes: play what is there, count the rest
+        return [request for request in wanted if not playable(cassette, request)]
+
+    # ------------------------------------------------------------------ failures
 
     @contextlib.contextmanager
-    def _failures(self, rendering: Rendering) -> Iterator[None]:
+    def failures(self, rendering: Rendering) -> Iterator[None]:
         """What can go wrong measuring a rendering, as the one-line error that fails its item."""
         try:
             yield
         except CassetteMiss as exc:
-            raise MeasurementError(f"{exc}; {self.advice.missing(rendering, self.store.path_for(rendering))}") from None
+            raise MeasurementError(
+                f"{exc}; {self.advice.missing(rendering, self.folder.path_for(rendering))}"
+            ) from None
         except _Damaged as exc:
             raise MeasurementError(self.damaged(rendering, exc.__cause__ or exc)) from None
         except ServerError as exc:
@@ -165,40 +186,22 @@ class Measurer:
             raise MeasurementError(f"malformed answer: {exc}") from None
 
     def open(self, rendering: Rendering) -> Any:
-        """The rendering's cassette; a file that cannot be read as one fails the item in one line."""
+        """The rendering's vcrpy cassette; a file that cannot be read as one fails the item in one line."""
         try:
             from .vcr_store import load_cassette
 
-            return load_cassette(self.store, rendering)
+            return load_cassette(self.folder, rendering)
         except Exception as exc:  # noqa: BLE001 - vcrpy raises whatever its parser met; all mean "damaged"
             raise MeasurementError(self.damaged(rendering, exc)) from None
 
     def damaged(self, rendering: Rendering, exc: BaseException) -> str:
-        path = self.store.path_for(rendering)
+        path = self.folder.path_for(rendering)
         what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return f"{path}: not a readable cassette ({what[:200]}); {self.advice.damaged(rendering, path)}"
 
-    def _send(self, cassette: Any, request: WireRequest) -> WireResponse:
-        """Replay from the cassette through vcrpy's matchers; go through an HTTP client, its cassette
-        transport and the network only when recording."""
-        from vcr.request import Request as VcrRequest
-
-        from .vcr_store import replay
-
-        recorded = replay(
-            cassette, VcrRequest(request.method, request.url, request.content(), dict(request.headers)), self.recording
-        )
-        if recorded is not None:
-            return _checked(self.adapter, _wire(recorded))
-        if self._live is None:
-            from .recording.transport import LiveClient
-
-            self._live = LiveClient(self.adapter, self.timeout)
-        return _checked(self.adapter, self._live.send(cassette, request))
-
     def close(self) -> None:
-        if self._live is not None:
-            self._live.close()
+        if self.sender is not None:
+            self.sender.close()
 
 
 def _wire(recorded: dict[str, Any]) -> WireResponse:
@@ -211,11 +214,8 @@ def _wire(recorded: dict[str, Any]) -> WireResponse:
         raise _Damaged() from exc
 
 
-def _checked(adapter: ModelAdapter, wire: WireResponse) -> WireResponse:
-    if not 200 <= wire.status < 300:
-        raise adapter.error(wire)
-    return wire
-
-
-class _Damaged(Exception):
+class _Damaged(MeasurementError):
     """A recorded interaction without the shape of one (raised from the error that found it)."""
+
+    def __init__(self) -> None:
+        super().__init__("a recorded interaction without the shape of one")

@@ -1,12 +1,17 @@
-"""Command-line options and ini keys, and the one resolver: command line > ini > default.
+"""Command-line options and ini keys, resolved once into the run's `Settings`: command line > ini > default.
 
-Imports nothing heavy: this module is loaded in every pytest run, with or without ``--sys1cal``.
+Imports nothing heavy: this module is loaded in every pytest run, with or without ``--sys1cal``. Every flag
+string of the plugin lives here; the rest of the package reads `Settings` fields (or asks `flag(name)` for
+the text of one in a command it prints).
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+import inspect
+import os
+import shlex
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +20,8 @@ import pytest
 from .argtypes import non_negative_float, non_negative_int, positive_float, positive_int
 from .dataset import BUNDLED
 from .vocabulary import RECORD_MODES
+
+THRESHOLDS_FILE = "thresholds.yaml"
 
 
 @dataclass(frozen=True)
@@ -28,11 +35,16 @@ class Option:
     type: Any = str
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
-    path: bool = False  # a path: relative to the rootdir (CLI) or to the ini file (ini)
+    path: bool = False  # a path: relative to the invocation directory (CLI) or to the ini file (ini)
 
     @property
     def dest(self) -> str:
         return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def field(self) -> str:
+        """The `Settings` field: the dest without its ``sys1cal_`` prefix."""
+        return self.dest.removeprefix("sys1cal_")
 
 
 OPTIONS = [
@@ -73,7 +85,7 @@ OPTIONS = [
     ),
     Option(
         "--sys1cal-thresholds",
-        "gate file (default: thresholds.yaml under the rootdir, if present)",
+        f"gate file (default: {THRESHOLDS_FILE} under the rootdir, if present)",
         metavar="PATH",
         path=True,
     ),
@@ -132,9 +144,61 @@ OPTIONS = [
         metavar="SECONDS",
     ),
 ]
-
-
+BY_FIELD = {option.field: option for option in OPTIONS}
 GROUP = ("sys1cal", "Sys1Cal calibration benchmark")
+WORKERINPUT_KEY = "sys1cal_settings"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every option and ini key of one run, typed, resolved once on the controller at configure and handed
+    to xdist workers through ``workerinput``. Paths are absolute; ``dataset`` is a bundled name or a path;
+    ``thresholds`` is the file in force (given, or the rootdir's thresholds.yaml when there is one)."""
+
+    model: str
+    model_version: str | None
+    base_url: str | None
+    record_mode: str
+    repeats: int | None
+    dataset: str
+    cassettes: Path
+    thresholds: Path | None
+    report: Path | None
+    html: Path | None
+    baseline: Path | None
+    seed: int
+    bootstrap: int
+    concurrency: int
+    rate: int
+    max_cost: float | None
+    timeout: float
+    retry_budget: float
+
+    @property
+    def recording(self) -> bool:
+        return self.record_mode != "none"
+
+    def to_json(self) -> dict[str, Any]:
+        """For ``workerinput``, which must be JSON-able (paths as text)."""
+        return {f.name: str(v) if isinstance(v := getattr(self, f.name), Path) else v for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Settings:
+        paths = {o.field for o in OPTIONS if o.path and o.field != "dataset"}
+        return cls(**{k: Path(v) if k in paths and v is not None else v for k, v in data.items()})
+
+
+def flag(field: str) -> str:
+    """The command-line flag of a `Settings` field, for the commands and hints the plugin prints."""
+    return BY_FIELD[field].flag
+
+
+def argument(field: str, value: Any) -> str:
+    """``--flag=value``: the form pytest cannot misread (docs/recording.md, "Paths")."""
+    return f"{flag(field)}={value}"
+
+
+# ------------------------------------------------------------------------------------------ registering
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -169,14 +233,26 @@ def _help(option: Option) -> str:
     return option.help.replace("%", "%%") + shown
 
 
-def resolve(config: pytest.Config, flag: str) -> Any:
-    """The effective value of an option: command line, then ini, then the default.
+# ------------------------------------------------------------------------------------------ resolving
 
-    Paths come back absolute: a command-line path is relative to where pytest was invoked, an ini
-    path to the ini file, a default to the rootdir (bundled dataset names stay names). Ini values are
-    validated like command-line values, raising pytest.UsageError.
-    """
-    option = next(o for o in OPTIONS if o.flag == flag)
+
+def resolve_settings(config: pytest.Config) -> Settings:
+    """Every option's effective value. Raises pytest.UsageError for a bad ini value, a thresholds file that
+    does not exist, or an option value that pytest also read as a test path (see `check_paths_not_misread`)."""
+    check_paths_not_misread(config)
+    values = {option.field: _resolve(config, option) for option in OPTIONS}
+    given = values["thresholds"]
+    if given is None:
+        default = config.rootpath / THRESHOLDS_FILE
+        values["thresholds"] = default if default.is_file() else None
+    elif not given.is_file():
+        raise pytest.UsageError(f"{flag('thresholds')}: {given} does not exist")
+    return Settings(**values)
+
+
+def _resolve(config: pytest.Config, option: Option) -> Any:
+    """Command line, then ini, then the default. A command-line path is relative to where pytest was invoked,
+    an ini path to the ini file, a default to the rootdir; bundled dataset names stay names."""
     value = config.getoption(option.dest)
     base = config.invocation_params.dir
     if value is None and option.ini:
@@ -188,9 +264,12 @@ def resolve(config: pytest.Config, flag: str) -> Any:
         if option.default is None:
             return None
         value, base = option.default, config.rootpath
-    if option.path and isinstance(value, str) and value not in BUNDLED:
+    if option.path and isinstance(value, str):
+        if option.field == "dataset" and value in BUNDLED:
+            return value
         path = Path(value).expanduser()
-        return path if path.is_absolute() else base / path
+        resolved = path if path.is_absolute() else base / path
+        return str(resolved) if option.field == "dataset" else resolved
     return value
 
 
@@ -220,5 +299,56 @@ def given_without_sys1cal(config: pytest.Config) -> None:
         )
 
 
-def _typed(flag: str, config: pytest.Config) -> bool:
-    return any(arg == flag or arg.startswith(f"{flag}=") for arg in config.invocation_params.args)
+def _typed(flag_text: str, config: pytest.Config) -> bool:
+    return any(arg == flag_text or arg.startswith(f"{flag_text}=") for arg in config.invocation_params.args)
+
+
+# ------------------------------------------------------------------------------------------ misread paths
+
+
+def check_paths_not_misread(config: pytest.Config) -> None:
+    """pytest picks its rootdir and ini file before plugins declare their options, so in
+    ``--sys1cal-cassettes /ci/cas`` (a space, not ``=``) it takes ``/ci/cas`` for a test path too. Where that
+    moved the rootdir or the ini file, every default the plugin reads from there (cassettes, thresholds.yaml,
+    the ``sys1cal_*`` ini keys) would silently differ from the ``=`` form: refuse the run, saying how to write
+    it. Where it moved nothing, the two forms behave the same and the run goes on."""
+    args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args]
+    flags = {option.flag for option in OPTIONS} | {"--model"}
+    spaced = [(arg, args[i + 1]) for i, arg in enumerate(args[:-1]) if arg in flags]
+    invocation = config.invocation_params.dir
+    read_as_paths = [(name, value) for name, value in spaced if (invocation / value).exists()]
+    if not read_as_paths:
+        return
+    chosen = _rootdir_and_ini(config, [*config.known_args_namespace.file_or_dir])
+    if chosen == (config.rootpath, config.inipath):
+        return
+    written = ", ".join(f"{name}={shlex.quote(value)}" for name, value in read_as_paths)
+    given = ", ".join(f"{name} {shlex.quote(value)}" for name, value in read_as_paths)
+    moved = f"rootdir {config.rootpath} and ini file {config.inipath or 'none'}"
+    instead = "" if chosen is None else f" instead of rootdir {chosen[0]} and ini file {chosen[1] or 'none'}"
+    raise pytest.UsageError(
+        f"{given}: pytest also read the value as a test path when it chose its {moved}{instead}, so the "
+        f"plugin's defaults (cassettes, {THRESHOLDS_FILE}, sys1cal_* ini keys) would come from the wrong place; "
+        f"write it with '=': {written}"
+    )
+
+
+def _rootdir_and_ini(config: pytest.Config, paths: list[str]) -> tuple[Path, Path | None] | None:
+    """The rootdir and ini file pytest would have chosen from `paths`, or None where this pytest's private
+    `determine_setup` cannot be called as expected (then any value read as a path is refused)."""
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        namespace = config.known_args_namespace
+        kwargs: dict[str, Any] = {
+            "inifile": namespace.inifilename,
+            "args": paths,
+            "rootdir_cmd_arg": namespace.rootdir or None,
+            "invocation_dir": config.invocation_params.dir,
+        }
+        if "override_ini" in inspect.signature(determine_setup).parameters:
+            kwargs["override_ini"] = namespace.override_ini
+        found = determine_setup(**kwargs)
+        return Path(found[0]), None if found[1] is None else Path(found[1])
+    except Exception:  # noqa: BLE001 - a private API of pytest's: refuse conservatively instead
+        return None

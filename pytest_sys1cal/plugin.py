@@ -54,26 +54,49 @@ def pytest_configure(config: pytest.Config) -> None:
         given_without_sys1cal(config)
         return
     from .collect import MARKER
+    from .options import WORKERINPUT_KEY, Settings, resolve_settings
     from .run import Sys1CalRun
 
     config.addinivalue_line("markers", MARKER)
-    run = Sys1CalRun(config)
-    if not hasattr(config, "workerinput"):
+    workerinput = getattr(config, "workerinput", None)
+    controller = workerinput is None
+    if controller:  # settings are resolved once, here; xdist workers get them through workerinput
+        run = Sys1CalRun(config, resolve_settings(config), controller=True)
         run.warm_up()  # the controller analyses at the end; start loading numpy now, off the main thread
+        if config.pluginmanager.has_plugin("xdist"):
+            config.pluginmanager.register(XdistHooks(run), "sys1cal-xdist")
+    else:
+        settings = Settings.from_json(workerinput[WORKERINPUT_KEY])
+        run = Sys1CalRun(config, settings, controller=False, repeats=workerinput["sys1cal_repeats"])
     config.stash[RUN_KEY] = run
-    controller = not hasattr(config, "workerinput")
-    config.pluginmanager.register(ActiveRun(run, controller=controller), "sys1cal-run")
-    if run.recording:  # a replay pays for none of recording's hooks or imports
-        config.pluginmanager.register(RecordingHooks(run, controller=controller), "sys1cal-recording")
+    config.pluginmanager.register(ActiveRun(run), "sys1cal-run")
+    if run.recording is not None:  # a replay pays for none of recording's hooks or imports
+        from .recording_hooks import RecordingHooks
+
+        config.pluginmanager.register(RecordingHooks(run, run.recording, controller=controller), "sys1cal-recording")
+
+
+class XdistHooks:
+    """Registered on the controller only when xdist is present: what the workers are handed."""
+
+    def __init__(self, run: Sys1CalRun):
+        self.run = run
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        from .options import WORKERINPUT_KEY
+
+        node.workerinput[WORKERINPUT_KEY] = self.run.settings.to_json()
+        node.workerinput.update(self.run.workerinput())
 
 
 class ActiveRun:
     """The hooks of a run with ``--sys1cal``. On an xdist worker it measures; on the controller (or
     without xdist) it also aggregates the results that arrive on test reports and prints once."""
 
-    def __init__(self, run: Sys1CalRun, *, controller: bool):
+    def __init__(self, run: Sys1CalRun):
         self.run = run
-        self.controller = controller
+        self.controller = run.controller
 
     def pytest_report_header(self) -> str:
         return self.run.header()
@@ -86,98 +109,65 @@ class ActiveRun:
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         from .collect import collect_suite
 
-        items[:0] = collect_suite(session, self.run.model_name, self.run.dataset, self.run.measurer)
+        run = self.run
+        items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
         report = yield
         result = getattr(item, "sys1cal_result", None)
         if call.when == "call" and result is not None:
-            from .measure import compact_row
-
             # Serialised with the report, so it reaches the xdist controller; compact, so that neither the
             # wire nor the controller's memory carries more than the answers.
-            report.sys1cal = compact_row(result)
+            report.sys1cal = result.to_wire()
             item.sys1cal_result = None  # type: ignore[attr-defined]
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         row = getattr(report, "sys1cal", None)
         if self.controller and row is not None and report.when == "call":
-            self.run.add_result(row)
+            from .results import ResultRow
+
+            self.run.add_result(ResultRow.from_wire(row))
             del report.sys1cal  # pytest keeps every report until the end; the run keeps the row
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.controller:
-            self.run.finish()
+        if not self.controller:
+            return
+        run = self.run
+        run.finish()
+        if run.report is not None:
             self._report_gates(session.config)
-            if self.run.finish_error:
-                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-            elif self.run.unpassed_gates and session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if run.finish_error:
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        elif run.report is not None and not run.report.passed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _report_gates(self, config: pytest.Config) -> None:
         """Hand each gate to report plugins (JUnit XML writes it as a test case) as a test report. The
         terminal, last-failed cache and stepwise plugins are left out: the gate block speaks for the terminal,
         and a gate is not an item that --lf could rerun."""
-        if not self.run.report or not self.run.report["gates"]:
-            return
         from .collect import gate_reports
-        from .vocabulary import INCONCLUSIVE
+        from .vocabulary import Verdict
 
+        assert self.run.report is not None
         skip = [config.pluginmanager.get_plugin(name) for name in ("terminalreporter", "lfplugin", "stepwiseplugin")]
         hook = config.pluginmanager.subset_hook_caller("pytest_runtest_logreport", [p for p in (*skip, self) if p])
         terminal = skip[0]
-        for report, verdict in gate_reports(self.run.report["gates"], self.run.gate_location):
+        for report, gate in gate_reports(self.run.report.gates, self.run.gate_location):
             hook(report=report)
             if terminal is not None and report.failed:
                 # Counted with the items, so pytest's last line says "1 failed" (or "1 inconclusive"), not
                 # a green "365 passed".
-                terminal.stats.setdefault("inconclusive" if verdict == INCONCLUSIVE else "failed", []).append(report)
+                kind = "inconclusive" if gate.verdict == Verdict.INCONCLUSIVE else "failed"
+                terminal.stats.setdefault(kind, []).append(report)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
         if self.controller and not config.option.collectonly:
             terminalreporter.write_sep("=", "sys1cal")
-            for text, markup in self.run.summary_lines():
+            for text, markup in self.run.summary:
                 terminalreporter.write_line(text, **markup)
 
     def pytest_unconfigure(self) -> None:
         self.run.close()
-
-
-class RecordingHooks:
-    """The hooks of a run that records (recording/schedule.py). The manifest is written when recording
-    starts, after the plan and the --sys1cal-max-cost check, so a refused run leaves nothing behind."""
-
-    def __init__(self, run: Sys1CalRun, *, controller: bool):
-        self.run = run
-        self.controller = controller
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> None:
-        # Without xdist: price and start recording every selected rendering before the first item runs.
-        config = session.config
-        skipped = config.option.collectonly or (session.testsfailed and not config.option.continue_on_collection_errors)
-        if self.controller and not skipped and not config.pluginmanager.has_plugin("dsession"):
-            from .recording.schedule import begin
-
-            begin(self.run, session.items)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        # xdist controller: the same plan, price and cap from the workers' collection, before scheduling.
-        from .recording.schedule import begin_distributed
-
-        begin_distributed(self.run, ids, workers=int(getattr(node, "workerinput", {}).get("workercount") or 1))
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        # xdist worker: record the item it was given and the next one queued for it, ahead of need.
-        # Elsewhere: a progress line between items while recording.
-        if not self.controller:
-            from .recording.schedule import prefetch
-
-            prefetch(self.run, item, nextitem)
-        elif self.run.measurer.recorder is not None:
-            self.run.measurer.recorder.tick()

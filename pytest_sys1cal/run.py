@@ -1,6 +1,7 @@
-"""The state of one ``pytest --sys1cal`` run (kept in ``config.stash``): its settings, dataset, adapter,
-cassettes and gates, resolved and checked once at configure; on the controller, the results that arrive
-from the items, and at the end the analysis, the gates and the report."""
+"""The state of one ``pytest --sys1cal`` run (kept in ``config.stash``), composed of its three pieces: the
+`Settings` (options.py, resolved once), the `CassetteFolder` (cassette_folder.py) and the report built at the
+end (run_report.py). Here they are put together at configure, the measured rows collected on the controller,
+and the report built, written and summarised once at the end."""
 
 from __future__ import annotations
 
@@ -9,422 +10,191 @@ import importlib
 import os
 import threading
 import time
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from .advice import Advice
-from .cassettes import CassetteStore
+from .baseline import averaged_repeats, check_repeats, saved_baseline
+from .cassette_folder import CassetteFolder
 from .dataset import Dataset, load_dataset
 from .errors import usage_errors
-from .manifest import MANIFEST, after_recording, new_manifest
-from .measure import Measurer, expand_rows
+from .measure import Measurer
 from .models import BUILTIN_ADAPTERS, make_adapter
 from .models.base import ModelAdapter
-from .options import resolve
-from .questions import ALL_QUESTIONS
-from .vocabulary import FAILED, INCONCLUSIVE
+from .options import Settings
+from .outputs import Outputs
+from .redact import Redactor
+from .results import ResultRow
+from .run_report import Baseline, Report, RunFacts, build_report
 
-RECORDING_REPEATS = 10
+Line = tuple[str, dict[str, bool]]
 
 
 class Sys1CalRun:
-    def __init__(self, config: pytest.Config):
-        self.config = config
-        self.model_name: str = resolve(config, "--sys1cal-model")
-        self.record_mode: str = resolve(config, "--sys1cal-record-mode")
-        self.seed: int = resolve(config, "--sys1cal-seed")
-        self.report_path: Path | None = resolve(config, "--sys1cal-report")
-        self.html_path: Path | None = resolve(config, "--sys1cal-html")
-        if self.html_path:
-            from .report.html import check_available
+    """`controller`: this process aggregates, gates and reports (no xdist, or xdist's controller). A worker
+    builds only what measuring needs, with the repeats the controller decided (`workerinput`)."""
 
-            with usage_errors():
-                check_available()  # before any item runs, not a traceback at the end
+    def __init__(self, config: pytest.Config, settings: Settings, *, controller: bool, repeats: int | None = None):
+        self.config = config
+        self.settings = settings
+        self.controller = controller
         registered = config.hook.pytest_sys1cal_adapters()
         with usage_errors():
-            self.dataset: Dataset = load_dataset(resolve(config, "--sys1cal-dataset"))
-        with usage_errors(ValueError):  # an adapter refuses a bad configuration with ValueError
+            self.outputs = Outputs(settings)
+            if controller:
+                self.outputs.check()
+            self.dataset: Dataset = load_dataset(settings.dataset)
             self.adapter: ModelAdapter = make_adapter(
-                self.model_name,
+                settings.model,
                 registered,
-                version=resolve(config, "--sys1cal-model-version"),
-                base_url=resolve(config, "--sys1cal-base-url"),
+                version=settings.model_version,
+                base_url=settings.base_url,
                 environ=os.environ,
             )
         config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=self.adapter)
-        self.store = CassetteStore(
-            resolve(config, "--sys1cal-cassettes"),
-            self.model_name,
-            self.adapter.version,
-            self.record_mode,
-            self.adapter.secrets,
-        )
-        self.advice = Advice(self, explicit_base_url=resolve(config, "--sys1cal-base-url") is not None)
-        self.thresholds_path, self.thresholds = self._load_thresholds(registered)
+        self.redactor = Redactor(self.adapter.secrets, [self.adapter.base_url, settings.base_url])
+        self.thresholds = self._load_thresholds(registered) if controller else None
         with usage_errors():
-            self.manifest = self.store.read_manifest()
-        self._check_cassettes()
-        if self.manifest is not None and self.record_mode != "all":
-            self.adapter.use_recorded_settings(self.manifest.get("settings") or {})
-        self.baseline_path: Path | None = resolve(config, "--sys1cal-baseline")
-        self.baseline = self._load_baseline() if self.baseline_path else None
-        fresh = self._rerecording
-        question_ids: tuple[str, ...] = ALL_QUESTIONS if fresh else tuple(self.manifest["questions"])  # type: ignore[index]
-        self.repeats: int = self._repeats()
-        self._check_baseline_repeats()
+            self.folder = CassetteFolder(
+                settings.cassettes, settings.model, self.adapter.version, settings.record_mode, self.redactor
+            )
+            self.advice = Advice(settings, self.adapter, self.dataset, self.folder)
+            if controller:
+                self.folder.check(self.dataset, self.advice, collect_only=config.option.collectonly)
+        self.adapter.use_recorded_settings(self.folder.recorded_settings)
+        with usage_errors():
+            self.baseline = self._load_baseline() if controller and settings.baseline else None
+            baseline_repeats = averaged_repeats(self.baseline.report) if self.baseline else None
+            self.repeats = repeats or self.folder.repeats(settings.repeats, baseline_repeats)
+            if self.baseline is not None:
+                check_repeats(self.baseline, self.repeats, self.folder.repeats_per_answer)
+        self.recording = self._recording() if settings.recording else None
         self.measurer = Measurer(
             self.adapter,
-            self.store,
-            question_ids,
+            self.folder,
+            self.folder.questions,
             self.repeats,
-            timeout=resolve(config, "--sys1cal-timeout"),
             advice=self.advice,
+            sender=self.recording.make_engine if self.recording else None,
         )
-        self.results: list[dict[str, Any]] = []
-        self.report: dict[str, Any] | None = None
-        self.unpassed_gates: list[dict[str, Any]] = []
+        self.rows: list[ResultRow] = []
+        self.report: Report | None = None
+        self.summary: list[Line] = []
         self.finish_error: str | None = None
-        self.finish_seconds: float | None = None
-        self._created_manifest = False
-        self._replaced_manifest: dict[str, Any] | None = None
 
-    # ------------------------------------------------------------------ settings
+    # ------------------------------------------------------------------ configure
 
-    @property
-    def recording(self) -> bool:
-        return self.record_mode != "none"
-
-    @property
-    def question_ids(self) -> tuple[str, ...]:
-        return self.measurer.question_ids
-
-    @property
-    def source(self) -> str:
-        return self.manifest["source"] if self.manifest else "recorded"
-
-    @property
-    def repeats_per_answer(self) -> int:
-        """Model repeats averaged into each recorded answer: 10 for the bundled reconstructed cassettes."""
-        return int((self.manifest or {}).get("repeats_per_answer", 1)) if not self._rerecording else 1
-
-    @property
-    def _rerecording(self) -> bool:
-        """Whether this run asks afresh (no manifest, or record mode all) rather than what the cassettes hold."""
-        return self.record_mode == "all" or self.manifest is None
-
-    def _repeats(self) -> int:
-        """--sys1cal-repeats; else the manifest's when replaying; else, when recording against a baseline,
-        as many repeats as the baseline averaged (like with like); else 10."""
-        given = resolve(self.config, "--sys1cal-repeats")
-        if given:
-            return int(given)
-        if not self._rerecording:
-            return int(self.manifest["repeats"])  # type: ignore[index]
-        if self.baseline is not None:
-            return _averaged_repeats(self.baseline)
-        return RECORDING_REPEATS
-
-    def _check_cassettes(self) -> None:
-        """Refuse, before any item runs: cassettes of another dataset; a replay with no cassettes for this
-        model and version; cassettes without a manifest; recording into a reconstructed set."""
-        folder, manifest_path = self.store.folder, self.store.folder / MANIFEST
-        if self.manifest is None and self.record_mode != "all":
-            cassettes = sum(1 for _ in folder.glob("*/*.json")) if folder.is_dir() else 0
-            if cassettes:
-                raise pytest.UsageError(
-                    f"{manifest_path}: missing; the folder holds {cassettes} cassettes but no manifest saying what "
-                    f"they are. Restore it from version control, or {self.advice.key}re-record with: {self.advice.command('all')}"
-                )
-            if not self.recording and not self.config.option.collectonly:
-                raise pytest.UsageError(self.advice.no_cassettes())
-        if self.manifest is None:
-            return
-        recorded_for = self.manifest["dataset"]["sha256"]
-        if recorded_for != self.dataset.sha256 and self.record_mode != "all":
-            raise pytest.UsageError(
-                f"{manifest_path}: these cassettes were recorded for dataset sha256 {recorded_for}, but "
-                f"{self.dataset.path} has sha256 {self.dataset.sha256}; use the matching dataset, or another "
-                f"--sys1cal-cassettes folder"
-            )
-        if self.recording and self.manifest["source"] == "reconstructed":
-            instead = f"{self.advice.key}record into another cassette folder: {self.advice.record_elsewhere()}"
-            raise pytest.UsageError(
-                f"{folder} holds cassettes reconstructed from published outputs, which live answers must not be "
-                f"mixed into or overwrite. {instead[:1].upper()}{instead[1:]}"
-            )
-
-    def _load_thresholds(self, registered: Any) -> tuple[Path | None, Any]:
+    def _load_thresholds(self, registered: Any) -> Any:
+        path = self.settings.thresholds
+        if path is None:
+            return None
         from .gates.config import load_thresholds
 
-        path = resolve(self.config, "--sys1cal-thresholds")
-        if path is None:
-            default = self.config.rootpath / "thresholds.yaml"
-            if not default.is_file():
-                return None, None
-            path = default
-        elif not Path(path).is_file():
-            raise pytest.UsageError(f"--sys1cal-thresholds: {path} does not exist")
         known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
         with usage_errors():
-            return path, load_thresholds(path, self.model_name, self.adapter.version, known_models=known)
+            return load_thresholds(path, self.settings.model, self.adapter.version, known_models=known)
 
-    def _load_baseline(self) -> dict[str, Any]:
-        """The earlier report to compare with; it must come from the same dataset."""
-        from .gates.regression import check_baseline, load_baseline
+    def _load_baseline(self) -> Baseline:
+        assert self.settings.baseline is not None
+        return saved_baseline(self.settings.baseline, self.dataset.sha256)
 
-        assert self.baseline_path is not None
-        with usage_errors():
-            baseline = load_baseline(self.baseline_path)
-            check_baseline(baseline, self.dataset.sha256, f"--sys1cal-baseline {self.baseline_path}")
-        return baseline
+    def _recording(self) -> Any:
+        from .recording_hooks import Recording, limits_for, workercount
 
-    def _check_baseline_repeats(self) -> None:
-        # Per-item OVL of a repeat mean depends on the number of repeats averaged: compare like with like.
-        if self.baseline is None:
-            return
-        theirs, ours = _averaged_repeats(self.baseline), self.repeats * self.repeats_per_answer
-        if theirs != ours:
-            raise pytest.UsageError(
-                f"--sys1cal-baseline {self.baseline_path}: each of its answers averages {theirs} model repeat(s), "
-                f"this run's {ours}; the OVL of a mean depends on how many repeats it averages, so record both with "
-                f"as many repeats (--sys1cal-repeats={theirs // self.repeats_per_answer or 1})"
-            )
+        workerinput: Mapping[str, Any] = getattr(self.config, "workerinput", {})
+        share = workercount(workerinput) if not self.controller else 1
+        return Recording(self.config, limits_for(self.settings, share), quiet=not self.controller)
+
+    def workerinput(self) -> dict[str, Any]:
+        """What an xdist worker needs from the controller's configure: the repeats it decided."""
+        return {"sys1cal_repeats": self.repeats}
 
     def header(self) -> str:
         from .report.terminal import repeats_phrase
 
-        cassettes = f"{self.source} cassettes, {repeats_phrase(self.repeats, self.repeats_per_answer)}"
-        return (
-            f"sys1cal: model {self.model_name} {self.adapter.version} ({cassettes}); dataset {self.dataset.name} "
+        cassettes = f"{self.folder.source} cassettes, {repeats_phrase(self.repeats, self.folder.repeats_per_answer)}"
+        thresholds = self.thresholds.describe() if self.thresholds else "none (no thresholds.yaml)"
+        return self.redactor.text(
+            f"sys1cal: model {self.settings.model} {self.adapter.version} ({cassettes}); dataset {self.dataset.name} "
             f"sha256 {self.dataset.sha256[:12]}… ({len(self.dataset.renderings)} renderings, "
-            f"{self.dataset.latent_problems} latent problems); record mode {self.record_mode}; "
-            f"cassettes {self.store.folder}; seed {self.seed}; "
-            f"thresholds {self.thresholds.describe() if self.thresholds else 'none (no thresholds.yaml)'}"
+            f"{self.dataset.latent_problems} latent problems); record mode {self.settings.record_mode}; "
+            f"cassettes {self.folder.path}; seed {self.settings.seed}; thresholds {thresholds}"
         )
 
-    # ------------------------------------------------------------------ manifest
-
     def start_recording(self) -> None:
-        """Write the manifest before the first request, so an interrupted recording is resumable."""
-        if not self.recording:
-            return
-        if self.manifest is None or self.record_mode == "all":
-            self._replaced_manifest = self.manifest
-            self.manifest = new_manifest(
-                self.model_name,
-                self.adapter.version,
-                self.dataset,
-                self.repeats,
-                self.question_ids,
-                self.adapter.settings(),
-            )
-            self.store.write_manifest(self.manifest)
-            self._created_manifest = True
+        self.folder.start_recording(self.dataset, self.repeats, self.folder.questions, self.adapter.settings())
 
-    def finish_recording(self) -> None:
-        self.stop_recorder()
-        if not any(row.get("recorded") for row in self.results):
-            if self._created_manifest:  # a recording that saved nothing leaves nothing behind
-                self.manifest = self._replaced_manifest
-                if self.manifest is None:
-                    self.store.remove_empty_folder()
-                else:
-                    self.store.write_manifest(self.manifest)
-            return
-        if self.manifest is None:
-            self.start_recording()
-        if self.manifest is None:
-            return
-        updated = after_recording(self.manifest, self.results, self.repeats)
-        if updated is not None:
-            self.manifest = updated
-            self.store.write_manifest(self.manifest)
-
-    def stop_recorder(self) -> None:
-        """End concurrent recording: cancel what is in flight (nothing partial is saved)."""
-        if self.measurer.recorder is not None:
-            self.measurer.recorder.close()
-
-    def close(self) -> None:
-        self.stop_recorder()
-        self.measurer.close()
-
-    # ------------------------------------------------------------------ controller: results, analysis, report
+    # ------------------------------------------------------------------ controller: rows, report
 
     def warm_up(self) -> None:
         """Import the analysis stack (numpy) on a background thread while the items run: the import waits
         on the disk for much of its time, and the analysis needs it only at the end."""
         threading.Thread(target=_import_analysis, daemon=True).start()
 
-    def add_result(self, row: dict[str, Any]) -> None:
-        self.results.append(row)
+    def add_result(self, row: ResultRow) -> None:
+        self.rows.append(row)
 
     def finish(self) -> None:
-        """Analyse what was measured, write the report and the manifest. Never raises: a summary hook
-        that raises loses pytest's own summary, so a failure here becomes a red line instead."""
+        """Build the report, write its files and the manifest, and prepare the summary. Never raises: a
+        summary hook that raises loses pytest's own summary, so a failure here becomes a red line instead."""
+        lines: list[Line] = []
         try:
-            self.finish_recording()
-            if not self.results:
-                return
-            started = time.perf_counter()
-            self.report = self._build_report()
-            self.unpassed_gates = [g for g in self.report["gates"] if g["verdict"] in (FAILED, INCONCLUSIVE)]
-            if self.report_path:
-                from .report.json_report import write_report
-
-                write_report(self.report_path, self.report)
-            if self.html_path:
-                from .report.html import write_html
-
-                write_html(self.html_path, self.report, self.baseline)
-            self._append_github_summary()
-            self.finish_seconds = time.perf_counter() - started
+            self._close_recording()
+            if not self.rows:
+                lines.append(("no rendering was measured (all deselected or skipped)", {}))
+            else:
+                started = time.perf_counter()
+                self.report = build_report(self._facts(), self.rows, self.dataset, self.thresholds, self.baseline)
+                lines += self._report_lines(self.report)
+                lines += self.outputs.write(self.report, self.baseline, self.redactor)
+                seconds = time.perf_counter() - started
+                lines.append((f"analysis and reports of {len(self.rows)} renderings: {seconds:.2f} s", {}))
         except Exception as exc:  # noqa: BLE001 - reported in the summary, with the traceback under -v
             import traceback
 
             self.finish_error = f"{type(exc).__name__}: {exc}"
-            self.finish_traceback = traceback.format_exc()
-
-    def _build_report(self) -> dict[str, Any]:
-        from .analysis import analyze
-        from .report.json_report import build_report
-
-        options = self.thresholds.analysis_options() if self.thresholds else {}
-        analysis = analyze(
-            expand_rows(self.results, self.dataset),
-            seed=self.seed,
-            bootstrap=resolve(self.config, "--sys1cal-bootstrap"),
-            **options,
-        )
-        report = build_report(
-            model=self.model_info(),
-            dataset={
-                "name": self.dataset.name,
-                "sha256": self.dataset.sha256,
-                "renderings": len(self.dataset.renderings),
-                "latent_problems": self.dataset.latent_problems,
-            },
-            repeats=self.repeats,
-            repeats_per_answer=self.repeats_per_answer,
-            seed=self.seed,
-            analysis=analysis,
-            gates=[],
-        )
-        report["gates"] = self._evaluate_gates(report)
-        report["notices"] = self._notices(report)
-        return report
-
-    def _evaluate_gates(self, report: dict[str, Any]) -> list[dict[str, Any]]:
-        """Every configured gate. On a run of the whole dataset a gate that could not be measured fails;
-        on part of it (-k, a stop, failed renderings) the threshold gates are not applicable."""
-        from .gates.evaluate import evaluate, not_applicable, unmeasured_fails
-        from .gates.regression import evaluate_regression
-
-        gates: list[dict[str, Any]] = []
-        partial = self._partial(report["counts"])
-        if self.thresholds is not None:
-            gates = evaluate(self.thresholds, report)
-            gates = not_applicable(gates, partial) if partial else unmeasured_fails(gates)
-        if self.baseline is not None:
-            regression = self.thresholds.regression if self.thresholds else None
-            rows = evaluate_regression(
-                regression, report, self.baseline, seed=self.seed, baseline_name=str(self.baseline_path)
-            )
-            gates += rows if partial else unmeasured_fails(rows)
-        return gates
-
-    def _partial(self, counts: dict[str, int]) -> str | None:
-        """Why this run measured less than the whole dataset, or None."""
-        total = len(self.dataset.renderings)
-        if counts["renderings"] < total:
-            return (
-                f"only {counts['renderings']} of {total} renderings were selected; threshold gates describe the "
-                "whole dataset, so they are not applied to part of it"
-            )
-        if counts["failed"]:
-            return (
-                f"{counts['failed']} of {total} renderings could not be measured; threshold gates describe the "
-                "whole dataset, so they are not applied to the rest"
-            )
-        return None
-
-    def _notices(self, report: dict[str, Any]) -> list[str]:
-        """What the user must know about this run's inputs, said in the terminal, the summary and the report."""
-        notices = []
-        server = (self.manifest or {}).get("server_model")
-        if server and server != self.adapter.version:
-            notices.append(
-                f"the server reported model {server}, not the pinned {self.adapter.version}: these answers are "
-                f"filed under {self.adapter.version}"
-            )
-        if self.thresholds is not None and not self.thresholds.layers:
-            notices.append(f"{self.thresholds.path}: {self.thresholds.notice}: this run gates nothing")
-        elif self.thresholds is None and self.baseline is None:
-            notices.append("no thresholds.yaml and no baseline: this run gates nothing")
-        for gate in report["gates"]:
-            extra = (gate.get("details") or {}).get("only_in_new")
-            if extra:
-                notices.append(
-                    f"the baseline {self.baseline_path} lacks {extra} of the renderings this run measured; "
-                    "the comparison uses only the renderings in both"
-                )
-                break
-        return notices
-
-    def _append_github_summary(self) -> None:
-        """On GitHub Actions, the tables and gates also go to the job's summary page, as Markdown."""
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary and self.report is not None:
-            from .report.markdown import summary_markdown
-
-            with open(summary, "a", encoding="utf-8") as handle:
-                handle.write(summary_markdown(self.report, html=self.html_path, environ=os.environ))
-
-    def summary_lines(self) -> list[tuple[str, dict[str, bool]]]:
-        from .report.terminal import summary_lines
-
-        lines: list[tuple[str, dict[str, bool]]] = []
-        if self.report is not None:
-            lines += summary_lines(self.report, rerecord=self.advice.after_failed_gates())
-        elif not self.finish_error:
-            lines.append(("no rendering was measured (all deselected or skipped)", {}))
-        if self.report_path and self.report is not None:
-            lines.append((f"JSON report written to {self.report_path}", {}))
-        if self.finish_seconds is not None:
-            lines.append(
-                (f"analysis and reports of {len(self.report['items'])} renderings: {self.finish_seconds:.2f} s", {})
-            )
-        if self.html_path and self.report is not None and not self.finish_error:
-            lines.append((f"HTML report written to {self.html_path}", {}))
-        if self.finish_error:
             lines.append((f"sys1cal could not finish the analysis: {self.finish_error}", {"red": True, "bold": True}))
             if self.config.get_verbosity() > 0:
-                lines += [(text, {}) for text in self.finish_traceback.splitlines()]
+                lines += [(text, {}) for text in traceback.format_exc().splitlines()]
             else:
                 lines.append(("(run with -v for the traceback)", {}))
-        return lines
+        self.summary = [(self.redactor.text(text), markup) for text, markup in lines]
+
+    def _facts(self) -> RunFacts:
+        return RunFacts(
+            model=self.settings.model,
+            version=self.adapter.version,
+            source=self.folder.source,
+            server_model=self.folder.server_model,
+            repeats=self.repeats,
+            repeats_per_answer=self.folder.repeats_per_answer,
+            seed=self.settings.seed,
+            bootstrap=self.settings.bootstrap,
+        )
+
+    def _report_lines(self, report: Report) -> list[Line]:
+        from .report.terminal import summary_lines
+
+        return summary_lines(report.data, rerecord=self.advice.after_failed_gates())
 
     def gate_location(self, name: str) -> tuple[str, int]:
         """The file and line that configure the gate `name` (for JUnit XML)."""
         for gate in self.thresholds.gates if self.thresholds else ():
             if gate.name == name:
-                return str(self.thresholds_path), gate.line
-        return str(self.baseline_path or self.thresholds_path or self.dataset.path), 1
+                return str(self.settings.thresholds), gate.line
+        return str(self.settings.baseline or self.settings.thresholds or self.dataset.path), 1
 
-    def model_info(self) -> dict[str, Any]:
-        return {
-            "name": self.model_name,
-            "version": self.adapter.version,
-            "source": self.source,
-            "server_model": (self.manifest or {}).get("server_model"),
-        }
+    def _close_recording(self) -> None:
+        if self.recording is not None:
+            self.recording.close()
+            self.folder.finish_recording(self.rows, self.repeats)
 
-
-def _averaged_repeats(report: dict[str, Any]) -> int:
-    """How many model repeats each rendering's value in a report averages."""
-    return int(report.get("repeats") or 1) * int(report.get("repeats_per_answer") or 1)
+    def close(self) -> None:
+        if self.recording is not None:
+            self.recording.close()
+        self.measurer.close()
 
 
 def _import_analysis() -> None:

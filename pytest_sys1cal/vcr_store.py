@@ -21,8 +21,9 @@ from .files import write_atomic
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from .cassettes import CassetteStore
+    from .cassette_folder import CassetteFolder
     from .dataset import Rendering
+    from .models.base import WireRequest
 
 
 class AtomicPersister:
@@ -71,19 +72,29 @@ def json_body(r1: VcrRequest, r2: VcrRequest) -> None:
 MATCH_ON = (matchers.method, matchers.path, json_body)
 
 
-def load_cassette(store: CassetteStore, rendering: Rendering) -> Cassette:
+def load_cassette(folder: CassetteFolder, rendering: Rendering) -> Cassette:
     return Cassette.load(
-        path=str(store.path_for(rendering)),
+        path=str(folder.path_for(rendering)),
         serializer=jsonserializer,
         persister=AtomicPersister,
-        record_mode=RecordMode(store.record_mode),
+        record_mode=RecordMode(folder.record_mode),
         match_on=MATCH_ON,
-        # Scrubbing is for what gets written; a replay-only store writes nothing (and the files on disk
-        # were scrubbed when they were recorded).
-        before_record_request=store.scrub_request if store.record_mode != "none" else None,
-        before_record_response=store.scrub_response if store.record_mode != "none" else None,
+        # Scrubbing is for what gets written; a replay writes nothing (and the files on disk were scrubbed
+        # when they were recorded).
+        before_record_request=folder.scrub_request if folder.recording else None,
+        before_record_response=folder.scrub_response if folder.recording else None,
         allow_playback_repeats=False,  # repeats replay in recorded order, once each
     )
+
+
+def playable(cassette: Cassette, request: WireRequest) -> bool:
+    """Whether the cassette holds an unplayed recording of `request`; if so it is played (so the next
+    repeat of the same request looks for the next recording)."""
+    vcr_request = VcrRequest(request.method, request.url, request.content(), dict(request.headers))
+    if not cassette.can_play_response_for(vcr_request):
+        return False
+    cassette.play_response(vcr_request)
+    return True
 
 
 def save_cassette(cassette: Cassette) -> None:
@@ -92,8 +103,9 @@ def save_cassette(cassette: Cassette) -> None:
         cassette._save(force=True)
 
 
-def replay(cassette: Cassette, vcr_request: VcrRequest, can_record: bool) -> dict[str, Any] | None:
-    """The recorded response (vcrpy's dict), None when the request should go to the network, or CassetteMiss."""
+def replay(cassette: Cassette, vcr_request: VcrRequest, can_record: bool = False) -> dict[str, Any] | None:
+    """The recorded response (vcrpy's dict); None when the request may go to the network (`can_record` and
+    the cassette is not write-protected); else CassetteMiss, saying why."""
     if cassette.can_play_response_for(vcr_request):
         return cassette.play_response(vcr_request)
     if can_record and not cassette.write_protected:

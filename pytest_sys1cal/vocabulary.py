@@ -3,15 +3,24 @@ verdicts, record modes and the schema ids of the files the plugin writes."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 PRIMITIVES = ("noul", "choice", "score")
 LABELS = {"noul": "Noul", "choice": "Choice", "score": "Score"}
 
-# A gate's verdict, as the JSON report, the terminal, the Markdown summary and JUnit XML all show it. A run
-# passes only when every gate passed or is not applicable (a run of part of the dataset): FAILED, an
-# INCONCLUSIVE comparison and a gate NOT_MEASURED on a run of the whole dataset do not pass.
-PASSED, FAILED, INCONCLUSIVE = "passed", "FAILED", "inconclusive"
-NOT_MEASURED, NOT_APPLICABLE = "not measured", "not applicable"
-VERDICTS = (PASSED, FAILED, INCONCLUSIVE, NOT_MEASURED, NOT_APPLICABLE)
+
+class Verdict(StrEnum):
+    """A gate's verdict, as the JSON report, the terminal, the Markdown summary and JUnit XML all show it
+    (a str: written to JSON as its value). Whether a run passed is decided from them in one place,
+    gates/rows.py: FAILED, an INCONCLUSIVE comparison and a gate NOT_MEASURED on a run of the whole
+    dataset do not pass; NOT_APPLICABLE (a run of part of the dataset) neither passes nor fails."""
+
+    PASSED = "passed"
+    FAILED = "FAILED"
+    INCONCLUSIVE = "inconclusive"
+    NOT_MEASURED = "not measured"
+    NOT_APPLICABLE = "not applicable"
+
 
 # vcrpy's record modes, in the order of how much they send.
 RECORD_MODES = ("none", "once", "new_episodes", "all")

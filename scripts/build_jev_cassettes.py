@@ -22,10 +22,11 @@ from vcr.request import Request as VcrRequest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_sys1cal.cassettes import CassetteStore  # noqa: E402
+from pytest_sys1cal.cassette_folder import CassetteFolder  # noqa: E402
 from pytest_sys1cal.dataset import load_dataset  # noqa: E402
 from pytest_sys1cal.models.systemone import JevAdapter  # noqa: E402
 from pytest_sys1cal.questions import CHOICE, NOUL, SCORE  # noqa: E402
+from pytest_sys1cal.redact import Redactor  # noqa: E402
 from pytest_sys1cal.vcr_store import load_cassette, save_cassette  # noqa: E402
 
 PUBLISHED = ROOT / "fixtures" / "published-jev" / "noul_choice_score_instance_metrics.csv"
@@ -64,9 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     dataset = load_dataset("sys1cal-v1")
     rows = {row["instance_id"]: row for row in csv.DictReader(PUBLISHED.open(newline=""))}
     adapter = JevAdapter(version=None, base_url=None, environ={})
-    store = CassetteStore(out, "jev", adapter.version, "once")
-    if store.folder.exists():
-        shutil.rmtree(store.folder)
+    folder = out / "jev" / adapter.version
+    if folder.exists():
+        shutil.rmtree(folder)
+    store = CassetteFolder(out, "jev", adapter.version, "once", Redactor())
     for rendering in dataset.renderings:
         (request,) = adapter.requests(rendering, QUESTIONS)
         cassette = load_cassette(store, rendering)
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             },
         }
     )
-    print(f"wrote {len(dataset.renderings)} cassettes and the manifest to {store.folder}")
+    print(f"wrote {len(dataset.renderings)} cassettes and the manifest to {store.path}")
     return 0
 
 

@@ -34,7 +34,7 @@ def _moved(sample: dict[str, Any], key: str, p_star: float, share: float) -> dic
 def shifted_baseline(report: Mapping[str, Any], version: str = "jev-1.12.0") -> dict[str, Any]:
     """A full report, analysed like a run's, whose answers differ from `report`'s on BASELINE_MOVES."""
     from pytest_sys1cal.analysis import analyze
-    from pytest_sys1cal.report.json_report import build_report
+    from pytest_sys1cal.report.json_report import report_document
 
     items = copy.deepcopy(report["items"])
     for item in items:
@@ -42,7 +42,7 @@ def shifted_baseline(report: Mapping[str, Any], version: str = "jev-1.12.0") -> 
             if item["family"] == family:
                 item["samples"] = [_moved(s, key, item["p_star"], share) for s in item["samples"]]
     analysis = analyze(items, seed=report["seed"], bootstrap=0)
-    return build_report(
+    return report_document(
         model={**report["model"], "version": version},
         dataset=report["dataset"],
         repeats=report["repeats"],
@@ -58,5 +58,7 @@ def with_comparison(report: Mapping[str, Any], baseline: Mapping[str, Any]) -> d
     from pytest_sys1cal.gates.regression import evaluate_regression
 
     out = copy.deepcopy(dict(report))
-    out["gates"] = list(out["gates"]) + evaluate_regression(None, out, baseline, seed=out["seed"])
+    out["gates"] = list(out["gates"]) + [
+        g.to_json() for g in evaluate_regression(None, out, baseline, seed=out["seed"])
+    ]
     return out

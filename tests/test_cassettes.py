@@ -13,9 +13,10 @@ import vcr
 from jevcompat.mock import MockConfig, Running
 from vcr.request import Request as VcrRequest
 
-from pytest_sys1cal.cassettes import CassetteStore
+from pytest_sys1cal.cassette_folder import CassetteFolder
 from pytest_sys1cal.dataset import load_dataset
 from pytest_sys1cal.files import write_atomic
+from pytest_sys1cal.redact import Redactor
 from pytest_sys1cal.vcr_store import json_body
 from tests.loopback import Behaviour, LoopbackServer
 
@@ -38,7 +39,7 @@ def test_matching_ignores_key_order_but_not_choice_option_order() -> None:
 
 
 def test_secrets_are_scrubbed_from_requests_and_responses_case_insensitively(tmp_path: Path) -> None:
-    store = CassetteStore(tmp_path, "jev", "v", "once", secrets=[CANARY])
+    store = CassetteFolder(tmp_path, "jev", "v", "once", Redactor([CANARY]))
     request = VcrRequest(
         "POST",
         "https://x/v1/systemone",

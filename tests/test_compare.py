@@ -13,9 +13,9 @@ import pytest
 from pytest_sys1cal.analysis.compare import ComparisonError, Margin, compare_reports, holm
 from pytest_sys1cal.gates.regression import evaluate_regression
 from pytest_sys1cal.gates.schema import RegressionConfig
-from pytest_sys1cal.vocabulary import FAILED as FAIL
-from pytest_sys1cal.vocabulary import INCONCLUSIVE, NOT_MEASURED
-from pytest_sys1cal.vocabulary import PASSED as PASS
+from pytest_sys1cal.vocabulary import Verdict
+
+FAIL, PASS, INCONCLUSIVE, NOT_MEASURED = Verdict.FAILED, Verdict.PASSED, Verdict.INCONCLUSIVE, Verdict.NOT_MEASURED
 
 PRIMS = ("noul", "choice", "score")
 LEVELS = np.arange(10) / 9
@@ -112,7 +112,7 @@ def test_noise_cannot_flip_ci_but_a_real_drop_fails(model: Model) -> None:
     for trial in range(100):
         rng = np.random.default_rng(1000 + trial)
         base, again, dropped = model.record(rng), model.record(rng), worse.record(rng)
-        verdicts = [row["verdict"] for row in evaluate_regression(config, again, base, trial)]
+        verdicts = [row.verdict for row in evaluate_regression(config, again, base, trial)]
         if "FAILED" in verdicts:
             same["failed"] += 1
         elif "inconclusive" in verdicts:
@@ -120,8 +120,8 @@ def test_noise_cannot_flip_ci_but_a_real_drop_fails(model: Model) -> None:
         else:
             same["pass"] += 1
         strict_rows = evaluate_regression(strict, again, base, trial)
-        strict_false_fail += any(row["verdict"] == "FAILED" for row in strict_rows)
-        rows = {row["name"]: row["verdict"] for row in evaluate_regression(config, dropped, base, trial)}
+        strict_false_fail += any(row.verdict == "FAILED" for row in strict_rows)
+        rows = {row.name: row.verdict for row in evaluate_regression(config, dropped, base, trial)}
         drop["choice_failed"] += rows.pop("regression.choice.mean_ovl") == "FAILED"
         drop["others_failed"] += "FAILED" in rows.values()
     elapsed = time.perf_counter() - started
@@ -238,7 +238,7 @@ def test_inconclusive_says_what_would_decide_it() -> None:
     assert advice["text"].startswith(
         f"if the difference stays at {m['difference']:+.4f}, about {advice['renderings']} "
     )
-    rows = {r["name"]: r for r in evaluate_regression(RegressionConfig(), new, base, 0)}
+    rows = {r.name: r.to_json() for r in evaluate_regression(RegressionConfig(), new, base, 0)}
     row = rows["regression.choice.mean_ovl"]
     assert row["verdict"] == "inconclusive" and row["passed"] is None
     assert "neither shown within the margin" in row["explanation"]
@@ -329,7 +329,7 @@ def test_primitive_missing_in_one_report_is_not_measured(model: Model) -> None:
     assert result["metrics"]["score"]["verdict"] == NOT_MEASURED
     assert result["metrics"]["score"]["reason"] == "Score was not asked in this run"
     assert result["correction"].startswith("Holm over 2 metrics")
-    rows = {r["name"]: r for r in evaluate_regression(None, new, base, 0)}
+    rows = {r.name: r.to_json() for r in evaluate_regression(None, new, base, 0)}
     assert rows["regression.score.mean_ovl"]["verdict"] == "not measured"
     assert rows["regression.score.mean_ovl"]["passed"] is None
 

@@ -27,11 +27,11 @@ import pytest
 from pytest_sys1cal.analysis import analyze
 from pytest_sys1cal.dataset import load_dataset
 from pytest_sys1cal.gates.config import parse_thresholds
-from pytest_sys1cal.measure import result_row
 from pytest_sys1cal.models.base import WireResponse
 from pytest_sys1cal.models.systemone import SystemOneAdapter
 from pytest_sys1cal.options import OPTIONS
-from pytest_sys1cal.report.json_report import build_report
+from pytest_sys1cal.report.json_report import report_document
+from pytest_sys1cal.results import ResultRow, analysis_rows
 from tests.loopback import Behaviour, LoopbackServer
 
 DATASET = load_dataset("sys1cal-v1")
@@ -371,9 +371,9 @@ class Simulator:
             for _ in range(repeats):
                 responses = [WireResponse(200, {}, json.dumps(server.answer(r.body)).encode()) for r in requests]
                 samples.append(self.adapter.parse(self.questions, responses))
-            items.append(result_row(rendering, samples))
-        analysis = analyze(items, seed=0, bootstrap=0)
-        return build_report(
+            items.append(ResultRow.measured(rendering, samples))
+        analysis = analyze(analysis_rows(items, DATASET), seed=0, bootstrap=0)
+        return report_document(
             model={"name": "systemone", "version": VERSION, "source": "recorded"},
             dataset={"name": DATASET.name, "sha256": DATASET.sha256},
             repeats=repeats,
@@ -425,10 +425,10 @@ def test_baseline_gate_error_rates_under_noise() -> None:
         baseline = simulator.record(Behaviour(noise=SIM_NOISE, seed=3 * trial), SIM_REPEATS)
         again = simulator.record(Behaviour(noise=SIM_NOISE, seed=3 * trial + 1), SIM_REPEATS)
         dropped = simulator.record(Behaviour(noise=SIM_NOISE, bias=bias, seed=3 * trial + 2), SIM_REPEATS)
-        same.append([row["verdict"] for row in evaluate_regression(thresholds, again, baseline, seed=trial)])
+        same.append([row.verdict for row in evaluate_regression(thresholds, again, baseline, seed=trial)])
         rows = evaluate_regression(thresholds, dropped, baseline, seed=trial)
-        worse.append([row["verdict"] for row in rows])
-        differences.append([row["observed"] for row in rows])
+        worse.append([row.verdict for row in rows])
+        differences.append([row.observed for row in rows])
 
     def rate(rows: list[list[str]], test: Any) -> float:
         return float(np.mean([test(verdicts) for verdicts in rows]))

@@ -45,7 +45,9 @@ def differences(new: Any, old: Any, path: str = "") -> list[str]:
     if isinstance(new, list) and isinstance(old, list):
         if len(new) != len(old):
             return [f"{path.rstrip('.')}: {len(new)} entries, pinned {len(old)}"]
-        return [d for index, (a, b) in enumerate(zip(new, old, strict=True)) for d in differences(a, b, f"{path}{index}.")]
+        return [
+            d for index, (a, b) in enumerate(zip(new, old, strict=True)) for d in differences(a, b, f"{path}{index}.")
+        ]
     where = path.rstrip(".")
     if isinstance(new, float) and isinstance(old, float):
         close = math.isclose(new, old, rel_tol=RELATIVE, abs_tol=ABSOLUTE)

@@ -134,7 +134,7 @@ def test_no_date_creator_or_random_id_in_the_figures(compared_page: str) -> None
 )
 def test_a_thin_run_draws_what_it_can(answers: dict, expected: list[str]) -> None:
     from pytest_sys1cal.analysis import analyze
-    from pytest_sys1cal.report.json_report import build_report
+    from pytest_sys1cal.report.json_report import report_document
     from tests.analysis.conftest import build_item
 
     error = None if answers else "server error"
@@ -143,7 +143,7 @@ def test_a_thin_run_draws_what_it_can(answers: dict, expected: list[str]) -> Non
     ]
     model = {"name": "m", "version": "v", "source": "recorded", "server_model": None}
     dataset = {"name": "d", "sha256": "0" * 64, "renderings": 4, "latent_problems": 2}
-    report = build_report(
+    report = report_document(
         model=model, dataset=dataset, repeats=1, seed=0, analysis=analyze(items, bootstrap=0), gates=[]
     )
     page = render_html(report)

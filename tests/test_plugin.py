@@ -16,7 +16,7 @@ JEV = CASSETTES / "jev" / "jev-1.13.0"
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--sys1cal", "--sys1cal-cassettes", str(CASSETTES), "-p", "no:cacheprovider", *args)
+    return pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={CASSETTES}", "-p", "no:cacheprovider", *args)
 
 
 def test_help_lists_every_option(pytester: pytest.Pytester) -> None:

@@ -29,9 +29,9 @@ import httpcore._backends.anyio  # noqa: F401
 import pytest
 from jevcompat.mock import MockConfig, Running
 
+from pytest_sys1cal import recording_hooks
 from pytest_sys1cal.dataset import Rendering, load_dataset
-from pytest_sys1cal.recording import schedule
-from pytest_sys1cal.recording.policy import Settings, backoff, retry_after_seconds
+from pytest_sys1cal.recording.policy import Limits, backoff, retry_after_seconds
 from tests.loopback import Behaviour, Handler, LoopbackServer, Server
 
 RENDERINGS = load_dataset("sys1cal-v1").renderings
@@ -185,7 +185,7 @@ def test_retry_after_reads_milliseconds_seconds_and_http_dates() -> None:
 
 
 def test_backoff_doubles_with_jitter_and_a_cap() -> None:
-    settings, rng = Settings(backoff_initial=0.5, backoff_max=4.0), random.Random(1)
+    settings, rng = Limits(backoff_initial=0.5, backoff_max=4.0), random.Random(1)
     for attempt, full in [(1, 0.5), (2, 1.0), (3, 2.0), (4, 4.0), (9, 4.0)]:
         assert 0.75 * full <= backoff(attempt, settings, rng) <= full
 
@@ -233,7 +233,7 @@ def test_progress_lines_while_recording(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, dataset: tuple[Path, list[Rendering]]
 ) -> None:
     path, renderings = dataset
-    monkeypatch.setattr(schedule, "PROGRESS_EVERY", 0.15)
+    monkeypatch.setattr(recording_hooks, "PROGRESS_EVERY", 0.15)
     with FaultServer(renderings, delay=0.1) as server:
         result = record(
             pytester, server.url, path, pytester.path / "c", "--sys1cal-repeats=2", "--sys1cal-concurrency=2",

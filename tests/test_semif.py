@@ -26,6 +26,7 @@ import httpcore._backends.anyio  # noqa: F401
 import pytest
 
 from pytest_sys1cal.dataset import load_dataset
+from pytest_sys1cal.errors import InputError
 from pytest_sys1cal.models import make_adapter
 from pytest_sys1cal.models.base import AnswerError, WireResponse
 from pytest_sys1cal.models.semif import (
@@ -153,7 +154,7 @@ def test_settings_from_the_environment_and_the_options() -> None:
         ("SYS1CAL_SEMIF_TOP_K", "many", "SYS1CAL_SEMIF_TOP_K='many' is not a whole number"),
         ("SYS1CAL_SEMIF_TOP_K", "0", "SYS1CAL_SEMIF_TOP_K=0 must be at least 1"),
     ]:
-        with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        with pytest.raises(InputError, match=message.replace("(", r"\(")):
             adapter(**{name: value})
 
 

@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from pytest_sys1cal.baseline import load_baseline
+from pytest_sys1cal.errors import InputError
 from pytest_sys1cal.gates.config import load_thresholds
-from pytest_sys1cal.gates.evaluate import evaluate
-from pytest_sys1cal.gates.regression import BaselineError, evaluate_regression, load_baseline
+from pytest_sys1cal.gates.evaluate import evaluate as evaluate_gates
+from pytest_sys1cal.gates.regression import BaselineError, evaluate_regression
 from pytest_sys1cal.gates.schema import RegressionConfig, Thresholds, ThresholdsError
 from pytest_sys1cal.vocabulary import PRIMITIVES
 
@@ -25,6 +27,11 @@ GATE_KEYS = (
 PRIMITIVE_KEYS = "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier"
 SECTIONS = "noul, choice, score, uncertainty, decisions, regression"
 MODEL_KEYS = f"{SECTIONS}, or a model version (e.g. 'jev-1.14.0') holding those sections"
+
+
+def evaluate(thresholds: Thresholds, report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The gate rows as the JSON report holds them."""
+    return [row.to_json() for row in evaluate_gates(thresholds, report)]
 
 
 def load_text(
@@ -570,7 +577,7 @@ def test_baseline_on_another_dataset_is_an_error_naming_both_hashes(jev_report: 
         f"base.json was computed on dataset sha256 {'b' * 64}, this run on sha256 {'a' * 64}; a paired "
         "comparison needs the same renderings, so record the baseline on this dataset"
     )
-    assert isinstance(info.value, ThresholdsError)
+    assert isinstance(info.value, InputError)  # a mistake in the user's input: exit status 4
 
 
 def test_baseline_with_other_repeat_count_is_refused(jev_report: dict[str, Any]) -> None:
@@ -596,7 +603,7 @@ def test_baseline_not_a_report(tmp_path: Path, jev_report: dict[str, Any]) -> No
 
 
 def test_regression_rows_against_itself(jev_report: dict[str, Any], bundled: Thresholds) -> None:
-    rows = evaluate_regression(bundled, jev_report, copy.deepcopy(jev_report), 0)
+    rows = [r.to_json() for r in evaluate_regression(bundled, jev_report, copy.deepcopy(jev_report), 0)]
     assert [r["name"] for r in rows] == [f"regression.{p}.mean_ovl" for p in PRIMITIVES]
     for row in rows:
         assert row["verdict"] == "passed" and row["passed"] is True and row["observed"] == 0.0

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..vocabulary import FAILED, INCONCLUSIVE, LABELS, NOT_MEASURED, PASSED, PRIMITIVES
+from ..vocabulary import LABELS, PRIMITIVES, Verdict
 from .compare_groups import group_differences
 from .items import LEVEL_VALUES
 from .stats import Clusters
@@ -323,7 +323,7 @@ def _measure(
         "difference": None,
         "margin": margin.drop,
         "fail_margin": margin.fail_drop,
-        "verdict": NOT_MEASURED,
+        "verdict": Verdict.NOT_MEASURED,
     }
     if out["latent_problems"] < 2:
         missing = [w for w, v in (("this run", new), ("the baseline", base)) if np.isnan(v).all()]
@@ -373,7 +373,7 @@ def _decide(
 ) -> None:
     lower = float(np.quantile(boot, pass_level))
     upper = float(np.quantile(boot, 1 - fail_level))
-    verdict = FAILED if shown_worse else PASSED if shown_noninferior else INCONCLUSIVE
+    verdict = Verdict.FAILED if shown_worse else Verdict.PASSED if shown_noninferior else Verdict.INCONCLUSIVE
     out.update(
         lower=lower,
         lower_level=1 - pass_level,
@@ -385,7 +385,7 @@ def _decide(
     )
     noise, within_sum = _noise(out, paired, prim)
     out.update(noise)
-    if verdict == INCONCLUSIVE:
+    if verdict == Verdict.INCONCLUSIVE:
         out["advice"] = _advice(out, margin, paired.repeats, pass_level, fail_level, within_sum)
 
 
@@ -420,7 +420,7 @@ def _advice(
     evaluated at the observed difference: n = (z_{1−α} + z_{power})² · V / gap², V = n·se² (per-item
     variance of D including the design effect), gap = distance from Δ̂ to the margin it is heading for."""
     diff, n, se = out["difference"], out["n"], out["se"]
-    gaps = {PASSED: diff + margin.drop, FAILED: -margin.fail_drop - diff}
+    gaps = {Verdict.PASSED: diff + margin.drop, Verdict.FAILED: -margin.fail_drop - diff}
     heading, gap = max(gaps.items(), key=lambda kv: kv[1])
     advice: dict[str, Any] = {"towards": heading, "renderings": None, "repeats": None, "text": ""}
     if gap <= 0 or se == 0:
@@ -428,11 +428,11 @@ def _advice(
             "the observed difference sits on the margin, so no number of renderings or repeats would decide it"
         )
         return advice
-    level = pass_level if heading == PASSED else fail_level
+    level = pass_level if heading == Verdict.PASSED else fail_level
     z = _NORMAL.inv_cdf(1 - level) + _NORMAL.inv_cdf(POWER)
     need_n = math.ceil(z**2 * n * se**2 / gap**2)
     advice["renderings"] = need_n
-    verdict = "a pass" if heading == PASSED else "a fail"
+    verdict = "a pass" if heading == Verdict.PASSED else "a fail"
     if need_n <= n:
         advice["text"] = (
             f"a difference of {diff:+.4f} is within reach of the current {n} paired renderings ({POWER:.0%} power "

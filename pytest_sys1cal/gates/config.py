@@ -13,22 +13,21 @@ from typing import Any
 import yaml
 
 from ..vocabulary import PRIMITIVES
+from .kinds import KINDS, Gate, LambdaTest, kinds_in
 from .schema import (
-    CHOICE_GATES,
     DEFAULT_ALPHA,
     DEFAULT_DROP,
     DEFAULT_RESAMPLES,
-    GATE_ORDER,
-    LAMBDA_FLAGS,
-    PRIMITIVE_GATES,
     REGRESSION_MARGIN_KEYS,
     SECTIONS,
-    Gate,
     RegressionConfig,
     Thresholds,
     ThresholdsError,
     allowed_keys,
 )
+
+# The λ gates exclude each other: a version that sets one clears the other, and both true is a mistake.
+LAMBDA_FLAGS = tuple(key for key, kind in KINDS.items() if isinstance(kind, LambdaTest))
 
 
 @dataclass(frozen=True)
@@ -202,7 +201,7 @@ class _Reader:
         return base, versions
 
     def misplaced_gate(self, key: str, key_node: yaml.Node, parent: str) -> None:
-        if key in GATE_ORDER:
+        if key in KINDS and set(KINDS[key].sections) <= set(PRIMITIVES):
             raise self.fail(
                 _line(key_node),
                 _join(parent, key),
@@ -229,7 +228,7 @@ class _Reader:
         for key, key_node, value in self.mapping(node, path, f"'{section}'"):
             kpath = _join(path, key)
             if key not in allowed:
-                if section in PRIMITIVES and key in CHOICE_GATES:
+                if section in PRIMITIVES and key in KINDS and KINDS[key].sections == ("choice",):
                     raise self.fail(
                         _line(key_node),
                         kpath,
@@ -262,13 +261,10 @@ class _Reader:
     def leaf(self, section: str, key: str, node: yaml.Node, path: str) -> Any:
         if _is_null(node):
             return None
-        if section in PRIMITIVES:
-            high = (PRIMITIVE_GATES.get(key) or CHOICE_GATES[key]).high
-            return self.number(node, path, 0.0, high)
-        if section == "uncertainty":
-            if key == "alpha":
-                return self.number(node, path, 0.0, 1.0, open_interval=True)
-            return self.boolean(node, path)
+        if key in KINDS:
+            return KINDS[key].read(self, node, path)
+        if section == "uncertainty":  # alpha, the level of the λ test
+            return self.number(node, path, 0.0, 1.0, open_interval=True)
         if section == "decisions":
             return self.number(node, path, 0.0, math.inf, what="a cost")
         # regression
@@ -352,17 +348,17 @@ class _Reader:
         }
 
     def build_gates(self, merged: dict[str, dict[str, _Value]]) -> tuple[Gate, ...]:
+        """Every gate the merged sections set, sections in file-independent order, kinds in KINDS' order."""
         gates = []
-        for prim in PRIMITIVES:
-            section = merged.get(prim) or {}
-            for key in GATE_ORDER:
-                if key in section and section[key].value is not None:
-                    gates.append(Gate(f"{prim}.{key}", key, prim, section[key].value, section[key].line))
-        unc = merged.get("uncertainty") or {}
-        alpha = unc["alpha"].value if unc.get("alpha") and unc["alpha"].value is not None else DEFAULT_ALPHA
-        for flag in LAMBDA_FLAGS:
-            if unc.get(flag) and unc[flag].value is True:
-                gates.append(Gate(f"uncertainty.{flag}", flag, None, alpha, unc[flag].line))
+        for name in SECTIONS:
+            section = merged.get(name) or {}
+            values = {key: value.value for key, value in section.items()}
+            for kind in kinds_in(name):
+                given = section.get(kind.key)
+                limit = None if given is None or given.value is None else kind.limit(given.value, values)
+                if limit is not None:
+                    assert given is not None
+                    gates.append(Gate(f"{name}.{kind.key}", kind, name, limit, given.line))
         return tuple(gates)
 
     def build_regression(self, section: dict[str, _Value], model: str, version: str | None) -> RegressionConfig:

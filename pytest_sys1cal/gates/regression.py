@@ -4,25 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ..vocabulary import FAILED, NOT_MEASURED, PASSED, PRIMITIVES, REPORT_SCHEMA
-from .schema import RegressionConfig, Thresholds, ThresholdsError
+from ..errors import InputError
+from ..vocabulary import PRIMITIVES, REPORT_SCHEMA, Verdict
+from .rows import GateRow
+from .schema import RegressionConfig, Thresholds
 
 
-class BaselineError(ThresholdsError):
-    """The baseline report cannot be compared with this run (other dataset, other repeat count, unreadable)."""
-
-
-def load_baseline(path: str | Path) -> dict[str, Any]:
-    """Read a JSON report written by --sys1cal-report. Raises BaselineError naming the file."""
-    from ..report.json_report import ReportError, read_report
-
-    try:
-        return read_report(path)
-    except ReportError as exc:
-        raise BaselineError(f"baseline {exc}") from None
+class BaselineError(InputError):
+    """The baseline cannot be compared with this run (not a report, other dataset, other repeat count)."""
 
 
 def check_baseline(baseline: Any, dataset_sha256: str | None, baseline_name: str) -> None:
@@ -45,7 +36,7 @@ def evaluate_regression(
     seed: int = 0,
     *,
     baseline_name: str = "the baseline",
-) -> list[dict[str, Any]]:
+) -> list[GateRow]:
     """Rows of the upgrade gate: per gated primitive, mean OVL of this run against the baseline, paired by
     rendering, with verdict "passed", "FAILED", "inconclusive" or "not measured". Each row adds
     ``baseline``, ``new`` (mean OVL over the paired renderings) and ``details`` (the full comparison).
@@ -72,50 +63,52 @@ def evaluate_regression(
     return [_regression_row(prim, m, comparison) for prim, m in comparison["metrics"].items()]
 
 
-def _regression_row(prim: str, m: Mapping[str, Any], comparison: Mapping[str, Any]) -> dict[str, Any]:
-    verdict = m["verdict"]
-    row = {
-        "name": f"regression.{prim}.mean_ovl",
-        "metric": f"primitives.{prim}.mean_ovl (new − baseline, paired)",
-        "observed": m["difference"],
-        "limit": -m["margin"],
-        "passed": {PASSED: True, FAILED: False}.get(verdict),
-        "verdict": verdict,
-        "baseline": m["baseline"],
-        "new": m["new"],
-        "details": {
-            **m,
-            "matched": comparison["matched"],
-            "only_in_new": comparison["only_in_new"],
-            "only_in_baseline": comparison["only_in_baseline"],
-            "repeats": comparison["repeats"],
-            "resamples": comparison["resamples"],
-            "seed": comparison["seed"],
-        },
+def _regression_row(prim: str, m: Mapping[str, Any], comparison: Mapping[str, Any]) -> GateRow:
+    verdict = Verdict(m["verdict"])
+    details = {
+        **m,
+        "matched": comparison["matched"],
+        "only_in_new": comparison["only_in_new"],
+        "only_in_baseline": comparison["only_in_baseline"],
+        "repeats": comparison["repeats"],
+        "resamples": comparison["resamples"],
+        "seed": comparison["seed"],
     }
-    if verdict == NOT_MEASURED:
-        row["explanation"] = f"{m['label']} was not compared: {m['reason']}."
-        return row
+    return GateRow(
+        name=f"regression.{prim}.mean_ovl",
+        metric=f"primitives.{prim}.mean_ovl (new − baseline, paired)",
+        observed=m["difference"],
+        limit=-m["margin"],
+        verdict=verdict,
+        explanation=_explanation(verdict, m),
+        baseline=m["baseline"],
+        new=m["new"],
+        details=details,
+    )
+
+
+def _explanation(verdict: Verdict, m: Mapping[str, Any]) -> str:
+    if verdict == Verdict.NOT_MEASURED:
+        return f"{m['label']} was not compared: {m['reason']}."
     head = (
         f"{m['label']} {m['new']:.3f} vs baseline {m['baseline']:.3f} on {m['n']} paired renderings: "
         f"Δ = {m['difference']:+.4f}"
     )
     lower = f"one-sided {_level(m['lower_level'])} lower bound {m['lower']:+.4f}"
     upper = f"one-sided {_level(m['upper_level'])} upper bound {m['upper']:+.4f}"
-    if verdict == FAILED:
+    if verdict == Verdict.FAILED:
         text = (
             f"{head}; its {upper} is below -{m['fail_margin']:g}, so the drop is real and larger than the "
             f"{m['fail_margin']:g} tolerated."
         )
-    elif verdict == PASSED:
+    elif verdict == Verdict.PASSED:
         text = f"{head}; its {lower} is above -{m['margin']:g}, so any drop is within the margin {m['margin']:g}."
     else:
         text = (
             f"{head}; neither shown within the margin ({lower} is not above -{m['margin']:g}) nor shown worse "
             f"({upper} is not below -{m['fail_margin']:g}). {_capital(m['advice']['text'])}."
         )
-    row["explanation"] = text
-    return row
+    return text
 
 
 def _level(level: float) -> str:

@@ -1,16 +1,16 @@
-"""The schema of thresholds.yaml: which gate keys exist, what each reads from the report and which way it
-bounds it, and the resolved configuration of one model and version. See docs/thresholds.md."""
+"""The schema of thresholds.yaml: its sections and the keys each allows (gate keys from kinds.py, and the
+sections' parameters), and the resolved configuration of one model and version. See docs/thresholds.md."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..vocabulary import PRIMITIVES
+from .kinds import DEFAULT_ALPHA, KINDS, Gate, kinds_in
 
 SECTIONS = (*PRIMITIVES, "uncertainty", "decisions", "regression")
-DEFAULT_ALPHA = 0.05
 DEFAULT_DROP = 0.02
 DEFAULT_RESAMPLES = 2000
 
@@ -19,103 +19,19 @@ class ThresholdsError(InputError):
     """A mistake in thresholds.yaml (or in a baseline), as one user-facing line."""
 
 
-@dataclass(frozen=True)
-class GateKind:
-    """One gate key: what it reads from the report, which way it bounds it, and its valid range."""
-
-    key: str
-    bound: str  # "min" (observed ≥ limit passes) or "max" (observed ≤ limit passes)
-    paths: tuple[tuple[str, ...], ...]  # report paths tried in order; "{p}" is the primitive
-    what: str  # "mean OVL", for explanations
-    metric: str  # the metric as shown in rows, "{p}" is the primitive
-    high: float = 1.0
-    transform: Callable[[float], float] | None = None
-
-
-def _abs_half(x: float) -> float:
-    return abs(x - 0.5)
-
-
-PRIMITIVE_GATES: dict[str, GateKind] = {
-    g.key: g
-    for g in (
-        GateKind("min_mean_ovl", "min", (("primitives", "{p}", "mean_ovl"),), "mean OVL", "primitives.{p}.mean_ovl"),
-        GateKind(
-            "min_median_ovl", "min", (("primitives", "{p}", "median_ovl"),), "median OVL", "primitives.{p}.median_ovl"
-        ),
-        GateKind(
-            "max_mean_pairwise_tv",
-            "max",
-            (("representation_sensitivity", "{p}", "mean_pairwise_tv"),),
-            "mean pairwise TV between renderings",
-            "representation_sensitivity.{p}.mean_pairwise_tv",
-        ),
-        GateKind(
-            "max_mean_max_tv",
-            "max",
-            (("representation_sensitivity", "{p}", "mean_max_tv"),),
-            "mean max TV between renderings",
-            "representation_sensitivity.{p}.mean_max_tv",
-        ),
-        GateKind(
-            "max_ece",
-            "max",
-            (("calibration", "{p}", "ece"), ("calibration", "{p}", "ece_equal_width")),
-            "ECE (15 equal-width bins, target p*)",
-            "calibration.{p}.ece",
-        ),
-        GateKind(
-            "max_brier", "max", (("calibration", "{p}", "brier"),), "Brier (mean (p − p*)²)", "calibration.{p}.brier"
-        ),
-    )
-}
-CHOICE_GATES: dict[str, GateKind] = {
-    g.key: g
-    for g in (
-        GateKind(
-            "max_swap_shift",
-            "max",
-            (("option_swap", "mean_shift"),),
-            "option-swap shift |mean_shift|",
-            "abs(option_swap.mean_shift)",
-            transform=abs,
-        ),
-        GateKind(
-            "max_first_position_bias",
-            "max",
-            (("option_swap", "first_position_rate"),),
-            "first-position bias |first_position_rate − 0.5|",
-            "abs(option_swap.first_position_rate - 0.5)",
-            high=0.5,
-            transform=_abs_half,
-        ),
-    )
-}
-GATE_ORDER = (*PRIMITIVE_GATES, *CHOICE_GATES)
-UNCERTAINTY_KEYS = ("require_lambda_positive", "require_lambda_zero", "alpha")
-LAMBDA_FLAGS = ("require_lambda_positive", "require_lambda_zero")
+# The section parameters that are not gates themselves (a gate kind's keys come from kinds.KINDS).
+UNCERTAINTY_PARAMETERS = ("alpha",)
 DECISION_KEYS = ("error_cost", "deferral_cost")
 REGRESSION_MARGIN_KEYS = ("max_drop_mean_ovl", "fail_drop_mean_ovl")
 REGRESSION_KEYS = ("alpha", *REGRESSION_MARGIN_KEYS, "primitives", "resamples", *PRIMITIVES)
+PARAMETERS = {"uncertainty": UNCERTAINTY_PARAMETERS, "decisions": DECISION_KEYS, "regression": REGRESSION_KEYS}
+# Every gate key, in the order gates are listed (within a section): the table's order.
+GATE_KEYS = tuple(KINDS)
 
 
 def allowed_keys(section: str) -> tuple[str, ...]:
-    if section == "choice":
-        return GATE_ORDER
-    if section in PRIMITIVES:
-        return tuple(PRIMITIVE_GATES)
-    return {"uncertainty": UNCERTAINTY_KEYS, "decisions": DECISION_KEYS, "regression": REGRESSION_KEYS}[section]
-
-
-@dataclass(frozen=True)
-class Gate:
-    """One configured gate: name as in the report ("choice.min_mean_ovl"), its limit and where it is set."""
-
-    name: str
-    key: str
-    primitive: str | None
-    limit: float
-    line: int
+    """The keys a section of thresholds.yaml may hold: its gate kinds, then its parameters."""
+    return tuple(kind.key for kind in kinds_in(section)) + PARAMETERS.get(section, ())
 
 
 @dataclass(frozen=True)

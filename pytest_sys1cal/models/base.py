@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from .. import __version__
 from ..dataset import Rendering
+from ..errors import MeasurementError
 
 # Servers round probabilities (Jev and OpenRouter to 2 decimals), so a distribution may miss 1 by a few
 # hundredths; beyond this it is malformed. Same floor as jevcompat's ε_sum.
@@ -48,11 +49,20 @@ def encode_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def is_success(status: int) -> bool:
+    """A 2xx answer: the only kind that is parsed, recorded or paid for."""
+    return 200 <= status < 300
+
+
 @dataclass(frozen=True)
 class WireResponse:
     status: int
     headers: Mapping[str, str]
     content: bytes
+
+    @property
+    def ok(self) -> bool:
+        return is_success(self.status)
 
     def json(self) -> Any:
         """The body parsed (once: the adapter's parse and reported_model both read it)."""
@@ -63,12 +73,14 @@ class WireResponse:
         return cached
 
 
-class AnswerError(Exception):
+class AnswerError(MeasurementError):
     """The server answered, but not with a usable probability; fails the item, quoting the answer."""
 
 
-class ServerError(Exception):
-    """A non-2xx response (or none at all), with the server's own words."""
+class ServerError(MeasurementError):
+    """A non-2xx response (or none at all), with the server's own words. `fatal` for problems that repeat on
+    every request (authentication; a server that cannot answer anything, as its adapter recognises): the run
+    stops rather than fail 365 items alike."""
 
     def __init__(
         self,
@@ -79,23 +91,13 @@ class ServerError(Exception):
         retryable: bool = True,
         fatal: bool = False,
     ):
-        super().__init__(message)
+        super().__init__(f"HTTP {status}: {message}" if status else message, fatal=fatal or status in (401, 403))
         self.status = status
         self.message = message
         self.retry_after = retry_after
         # An adapter that recognises a server's deterministic verdict in a 5xx (the same request gets the
         # same error) says so: the recorder then fails the item at once instead of retrying it.
         self.retryable = retryable
-        self._fatal = fatal
-
-    @property
-    def fatal(self) -> bool:
-        """Problems that repeat on every request (authentication; a server that cannot answer anything, as
-        its adapter recognises): stop the run rather than fail 365 items."""
-        return self._fatal or self.status in (401, 403)
-
-    def __str__(self) -> str:
-        return f"HTTP {self.status}: {self.message}" if self.status else self.message
 
 
 class ModelAdapter(ABC):

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..dataset import SCORE_LEVELS, Rendering
+from ..errors import InputError, MeasurementError
 from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
 from .base import AnswerError, ModelAdapter, WireRequest, WireResponse, check_probability, quote
 
@@ -37,8 +38,8 @@ SHOWN_ALTERNATIVES = 8
 _SETTING_ENV = {"mode": "SYS1CAL_SEMIF_MODE", "top_k": "SYS1CAL_SEMIF_TOP_K", "prefill": "SYS1CAL_SEMIF_PREFILL"}
 
 
-class TooManyOptions(ValueError):
-    """A question with more options than there are answer letters."""
+class TooManyOptions(MeasurementError):
+    """A question with more options than there are answer letters: the rendering cannot be asked this way."""
 
 
 def options_of(question: Mapping[str, Any]) -> list[Any]:
@@ -54,7 +55,7 @@ def options_of(question: Mapping[str, Any]) -> list[Any]:
     elif kind == "score" and isinstance(criteria, list):
         options = list(criteria)
     else:
-        raise ValueError(
+        raise MeasurementError(
             f"no SemIf readout for this question (type {kind!r}); expected noul, or choice/score with criteria"
         )
     if len(options) > len(LETTERS):
@@ -63,7 +64,7 @@ def options_of(question: Mapping[str, Any]) -> list[Any]:
             f"most {len(LETTERS)} options (answer letters {LETTERS[0]}–{LETTERS[-1]})"
         )
     if len(options) < 2:
-        raise ValueError(f"a {kind} question needs at least 2 options, got {len(options)}")
+        raise MeasurementError(f"a {kind} question needs at least 2 options, got {len(options)}")
     # Descriptions may be structured (objects, arrays): they go into the JSON prompt as they are.
     return options
 
@@ -170,14 +171,14 @@ class SemIfAdapter(ModelAdapter):
         super().__init__(version=version, base_url=base_url, environ=environ)
         self.mode = environ.get("SYS1CAL_SEMIF_MODE", "chat").strip() or "chat"
         if self.mode not in MODES:
-            raise ValueError(f"SYS1CAL_SEMIF_MODE={self.mode!r}: choose one of {', '.join(MODES)}")
+            raise InputError(f"SYS1CAL_SEMIF_MODE={self.mode!r}: choose one of {', '.join(MODES)}")
         text = environ.get("SYS1CAL_SEMIF_TOP_K", "").strip()
         try:
             self.top_k = int(text) if text else DEFAULT_TOP_K
         except ValueError:
-            raise ValueError(f"SYS1CAL_SEMIF_TOP_K={text!r} is not a whole number") from None
+            raise InputError(f"SYS1CAL_SEMIF_TOP_K={text!r} is not a whole number") from None
         if self.top_k < 1:
-            raise ValueError(f"SYS1CAL_SEMIF_TOP_K={self.top_k} must be at least 1")
+            raise InputError(f"SYS1CAL_SEMIF_TOP_K={self.top_k} must be at least 1")
         self.prefill = environ.get("SYS1CAL_SEMIF_PREFILL", DEFAULT_PREFILL)
         self._from_environment = {key for key, name in _SETTING_ENV.items() if name in environ}
 

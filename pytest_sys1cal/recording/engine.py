@@ -21,11 +21,12 @@ import httpx
 from ..cassettes import EXTENSION_KEY, INTERACTION_KEY
 from ..dataset import Rendering
 from ..errors import MeasurementError
-from ..measure import Measurer, result_row
+from ..measure import Measurer
 from ..models.base import AnswerError, WireRequest, WireResponse
+from ..results import ResultRow
 from ..vcr_store import save_cassette
 from .plan import CostMeter, dollars, estimate_tokens, reported_input_tokens
-from .policy import NEVER_UP_ATTEMPTS, RETRY_STATUSES, SLOW_DOWN_STATUSES, Settings, backoff, retry_after_seconds
+from .policy import NEVER_UP_ATTEMPTS, RETRY_STATUSES, SLOW_DOWN_STATUSES, Limits, backoff, retry_after_seconds
 from .transport import AsyncCassetteTransport, to_vcr_request
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class Pacer:
 @dataclass
 class _Job:
     rendering: Rendering
-    future: concurrent.futures.Future[dict[str, Any]]
+    future: concurrent.futures.Future[ResultRow]
     cassette: Cassette | None = None
     responses: list[list[WireResponse | None]] = field(default_factory=list)
     # Per repeat and request: the interaction to append to the cassette (None when replayed).
@@ -92,14 +93,16 @@ class Stats:
 
 
 class Engine:
-    """The asyncio engine on its background thread. `submit` renderings (main thread, any order of
-    calls, in item order), then `result` blocks for one; `close` cancels whatever is left."""
+    """The asyncio engine on its background thread: the measurer's one sender. `submit` renderings (main
+    thread, any order of calls, in item order), then `result` blocks for one, calling `on_wait` every
+    WAIT_SLICE seconds while it waits (a progress line); `close` cancels whatever is left."""
 
-    def __init__(self, measurer: Measurer, settings: Settings):
+    def __init__(self, measurer: Measurer, limits: Limits, on_wait: Callable[[], None] = lambda: None):
         self.measurer = measurer
-        self.settings = settings
+        self.limits = limits
+        self.on_wait = on_wait
         self.stats = Stats()
-        self.cost = CostMeter(settings)
+        self.cost = CostMeter(limits)
         self.stopped: str | None = None
         self._jobs: dict[str, _Job] = {}
         self._pending: collections.deque[_Job] = collections.deque()  # thread-safe appends/pops
@@ -134,14 +137,14 @@ class Engine:
     def handles(self, rendering: Rendering) -> bool:
         return rendering.instance_id in self._jobs
 
-    def result(self, rendering: Rendering, tick: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    def result(self, rendering: Rendering) -> ResultRow:
         """The rendering's result row, once recorded; MeasurementError when it could not be."""
         future = self._jobs[rendering.instance_id].future
         while True:
             try:
                 return future.result(timeout=WAIT_SLICE)
             except concurrent.futures.TimeoutError:
-                tick()
+                self.on_wait()
 
     @property
     def finished(self) -> bool:
@@ -166,11 +169,11 @@ class Engine:
             _remember_missing_sniffio()
             asyncio.set_event_loop(self._loop)
             self._wakeup = asyncio.Event()
-            self._pacer = Pacer(self.settings.rate)
-            n = self.settings.concurrency
+            self._pacer = Pacer(self.limits.rate)
+            n = self.limits.concurrency
             limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
             transport = AsyncCassetteTransport(httpx.AsyncHTTPTransport(limits=limits))
-            self._client = httpx.AsyncClient(transport=transport, timeout=self.settings.timeout)
+            self._client = httpx.AsyncClient(transport=transport, timeout=self.limits.timeout)
             self._workers = [self._loop.create_task(self._work()) for _ in range(n)]
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
             self._setup_error = exc
@@ -209,7 +212,7 @@ class Engine:
         measurer = self.measurer
         try:
             job.cassette = measurer.open(job.rendering)  # a damaged file: the same one-line error as on replay
-            repeats = [measurer.adapter.requests(job.rendering, measurer.question_ids) for _ in range(measurer.repeats)]
+            repeats = measurer.ask(job.rendering)
         except MeasurementError as exc:
             self._settle(job, error=exc)
             return
@@ -252,7 +255,7 @@ class Engine:
         if job.missing[unit.repeat] == 0:  # a complete repeat: check the answers now, not at the end
             responses = [r for r in job.responses[unit.repeat] if r is not None]
             try:
-                job.samples[unit.repeat] = self.measurer.adapter.parse(self.measurer.question_ids, responses)
+                job.samples[unit.repeat] = self.measurer.sample(responses)
             except AnswerError as exc:
                 self._settle(job, error=MeasurementError(f"malformed answer: {exc}"))
                 return
@@ -261,11 +264,8 @@ class Engine:
 
     def _complete(self, job: _Job) -> None:
         """Every repeat answered and parsed: save the cassette (atomically), then hand the row over."""
-        measurer = self.measurer
         assert job.cassette is not None
-        server_model = None
-        for responses in job.responses:
-            server_model = measurer.adapter.reported_model([r for r in responses if r is not None]) or server_model
+        server_model = self.measurer.reported([[r for r in responses if r is not None] for responses in job.responses])
         # Appended now, in repeat order: replay serves repeats in cassette order, so the recording run
         # and a later replay report the same samples in the same order.
         for repeat in job.interactions:
@@ -278,9 +278,10 @@ class Engine:
         except OSError as exc:
             self._settle(job, error=MeasurementError(f"cannot save {job.cassette.path}: {exc}", fatal=True))
             return
-        self._settle(job, row=result_row(job.rendering, job.samples, server_model=server_model, recorded=recorded))
+        samples = [sample for sample in job.samples if sample is not None]
+        self._settle(job, row=ResultRow.measured(job.rendering, samples, server_model=server_model, recorded=recorded))
 
-    def _settle(self, job: _Job, *, row: dict[str, Any] | None = None, error: MeasurementError | None = None) -> None:
+    def _settle(self, job: _Job, *, row: ResultRow | None = None, error: MeasurementError | None = None) -> None:
         if job.future.done():
             return
         self.stats.settled += 1
@@ -290,7 +291,8 @@ class Engine:
             if error.fatal and not self.stopped:
                 self._stop(f"recording stopped after: {error}")
         else:
-            job.future.set_result(row or {})
+            assert row is not None
+            job.future.set_result(row)
 
     def _stop(self, reason: str) -> None:
         """No new request goes out; renderings with requests still unsent fail with `reason`. Those
@@ -313,10 +315,10 @@ class Engine:
                 raise MeasurementError(f"not recorded: {self.stopped}", fatal=True)
             if self.cost.allows(unit.tokens):
                 return
-            cap = self.settings.max_cost
+            cap = self.limits.max_cost
             self._stop(
                 f"--sys1cal-max-cost ${cap:g} reached: ${self.cost.dollars():.4f} spent and "
-                f"${dollars(self.cost.in_flight, self.settings.price):.4f} in flight; the next request would exceed it"
+                f"${dollars(self.cost.in_flight, self.limits.price):.4f} in flight; the next request would exceed it"
             )
 
     async def _exchange(self, unit: _Unit) -> tuple[WireResponse, Any]:
@@ -350,14 +352,14 @@ class Engine:
             if answer is not None:
                 return answer
             assert failure is not None
-            delay = retry_after if retry_after is not None else backoff(attempt, self.settings, self._rng)
+            delay = retry_after if retry_after is not None else backoff(attempt, self.limits, self._rng)
             # A server that refuses every connection before answering anything is not up: say so after a few
             # quick tries instead of spending the whole retry budget.
             never_up = (
                 isinstance(failure, httpx.ConnectError) and self.stats.sent_ok == 0 and attempt >= NEVER_UP_ATTEMPTS
             )
-            over_budget = time.monotonic() + delay > started + self.settings.retry_budget
-            if never_up or attempt >= self.settings.max_attempts or over_budget:
+            over_budget = time.monotonic() + delay > started + self.limits.retry_budget
+            if never_up or attempt >= self.limits.max_attempts or over_budget:
                 raise self._gave_up(request, failure, attempt, time.monotonic() - started)
             self.stats.retries += 1
             await asyncio.sleep(delay)
@@ -380,7 +382,7 @@ class Engine:
             self.cost.in_flight -= projected
             return None, exc, None
         wire = WireResponse(response.status_code, dict(response.headers), response.content)
-        if 200 <= wire.status < 300:
+        if wire.ok:
             self.cost.answered(unit.tokens, projected, reported_input_tokens(wire))
             self.stats.sent_ok += 1
             self.stats.last_answer = time.monotonic()
@@ -391,7 +393,7 @@ class Engine:
             raise MeasurementError(f"server error: {error}", fatal=error.fatal)
         retry_after = retry_after_seconds(wire.headers)
         if wire.status in SLOW_DOWN_STATUSES:
-            self._pacer.hold(retry_after if retry_after is not None else self.settings.backoff_initial)
+            self._pacer.hold(retry_after if retry_after is not None else self.limits.backoff_initial)
         return None, error, retry_after
 
     def _gave_up(self, request: WireRequest, failure: BaseException, attempts: int, elapsed: float) -> MeasurementError:
@@ -404,7 +406,7 @@ class Engine:
             )
         if isinstance(failure, httpx.TimeoutException):
             return MeasurementError(
-                f"server error: no response from {request.url} within {self.settings.timeout:g} s ({tried}; "
+                f"server error: no response from {request.url} within {self.limits.timeout:g} s ({tried}; "
                 f"raise --sys1cal-timeout if the server is slow)"
             )
         if isinstance(failure, httpx.TransportError):

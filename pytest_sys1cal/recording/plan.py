@@ -9,14 +9,10 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import httpx
-
 from ..dataset import Rendering
 from ..measure import Measurer
 from ..models.base import WireRequest, WireResponse
-from ..vcr_store import load_cassette
-from .policy import PRICE_PER_MILLION_INPUT_TOKENS, Settings
-from .transport import to_vcr_request
+from .policy import PRICE_PER_MILLION_INPUT_TOKENS, Limits
 
 CHARS_PER_TOKEN = 4
 ESTIMATE_NOTE = "estimate: characters of each JSON request body ÷ 4"
@@ -41,7 +37,7 @@ class Plan:
     tokens: int
     repeats: int
 
-    def lines(self, settings: Settings, workers: int = 1) -> list[str]:
+    def lines(self, limits: Limits, workers: int = 1) -> list[str]:
         if not self.renderings:
             have = "already have cassettes" if self.mode != "new_episodes" else "replay in full from their cassettes"
             return [f"sys1cal: nothing to record: all {self.selected} selected renderings {have}"]
@@ -53,17 +49,17 @@ class Plan:
             first = f"sys1cal: recording missing requests of {count} ({skipped} replay in full from their cassettes)"
         else:
             first = f"sys1cal: recording {count} ({skipped} already have cassettes)"
-        cost = dollars(self.tokens, settings.price)
+        cost = dollars(self.tokens, limits.price)
         price = (
             f"sys1cal: {self.requests:,} requests ({self.repeats} repeat{'s' if self.repeats != 1 else ''}); "
-            f"about {self.tokens:,} input tokens ≈ ${cost:.4f} at ${settings.price} per million input tokens "
+            f"about {self.tokens:,} input tokens ≈ ${cost:.4f} at ${limits.price} per million input tokens "
             f"({ESTIMATE_NOTE})"
         )
-        if settings.max_cost is not None:
-            price += f"; cap --sys1cal-max-cost ${settings.max_cost * workers:g}"
-        pace = f"sys1cal: concurrency {settings.concurrency * workers}"
-        if settings.rate:
-            rate = settings.rate * workers
+        if limits.max_cost is not None:
+            price += f"; cap --sys1cal-max-cost ${limits.max_cost * workers:g}"
+        pace = f"sys1cal: concurrency {limits.concurrency * workers}"
+        if limits.rate:
+            rate = limits.rate * workers
             pace += f", at most {rate:,.0f} requests/min: at least {duration(self.requests * 60 / rate)}"
         else:
             pace += ", no rate limit"
@@ -71,68 +67,40 @@ class Plan:
             pace += f" (shared by {workers} xdist workers, each recording the items it is given)"
         return [first, price, pace]
 
-    def refusal(self, settings: Settings) -> str | None:
-        if settings.max_cost is None or not self.renderings:
+    def refusal(self, limits: Limits) -> str | None:
+        if limits.max_cost is None or not self.renderings:
             return None
-        cost = dollars(self.tokens, settings.price)
-        if cost <= settings.max_cost:
+        cost = dollars(self.tokens, limits.price)
+        if cost <= limits.max_cost:
             return None
         return (
             f"sys1cal: recording {self.requests:,} requests would cost about ${cost:.4f} "
-            f"({self.tokens:,} input tokens at ${settings.price} per million; {ESTIMATE_NOTE}), more than "
-            f"--sys1cal-max-cost ${settings.max_cost:g}. Nothing was sent. Select fewer renderings (-k), lower "
+            f"({self.tokens:,} input tokens at ${limits.price} per million; {ESTIMATE_NOTE}), more than "
+            f"--sys1cal-max-cost ${limits.max_cost:g}. Nothing was sent. Select fewer renderings (-k), lower "
             f"--sys1cal-repeats, or raise --sys1cal-max-cost."
         )
-
-
-def network_requests(measurer: Measurer, rendering: Rendering) -> list[WireRequest]:
-    """The requests of `rendering` (all repeats, in order) that its cassette cannot replay in this
-    record mode: everything in ``all``; everything or nothing in ``once`` (an existing cassette is
-    replay-only); the unplayable remainder in ``new_episodes``."""
-    mode = measurer.store.record_mode
-    if mode == "none":
-        return []
-    wanted = (
-        measurer.adapter.requests(rendering, measurer.question_ids) * measurer.repeats
-    )  # the same requests each repeat
-    if mode == "all":
-        return wanted
-    exists = measurer.store.path_for(rendering).is_file()
-    if mode == "once" or not exists:
-        return [] if exists else wanted
-    cassette = load_cassette(measurer.store, rendering)  # new_episodes: play what is there, count the rest
-    missing = []
-    for request in wanted:
-        vcr_request = to_vcr_request(
-            httpx.Request(request.method, request.url, content=request.content(), headers=dict(request.headers))
-        )
-        if cassette.can_play_response_for(vcr_request):
-            cassette.play_response(vcr_request)
-        else:
-            missing.append(request)
-    return missing
 
 
 def make_plan(measurer: Measurer, renderings: Iterable[Rendering]) -> Plan:
     selected, to_record, requests, tokens = 0, [], 0, 0
     for rendering in renderings:
         selected += 1
-        missing = network_requests(measurer, rendering)
+        missing = measurer.unanswered(rendering)
         if missing:
             to_record.append(rendering)
             requests += len(missing)
             distinct = {id(request): request for request in missing}  # repeats share their request objects
             estimates = {key: estimate_tokens(request) for key, request in distinct.items()}
             tokens += sum(estimates[id(request)] for request in missing)
-    return Plan(measurer.store.record_mode, selected, to_record, requests, tokens, measurer.repeats)
+    return Plan(measurer.folder.record_mode, selected, to_record, requests, tokens, measurer.repeats)
 
 
 class CostMeter:
     """Input tokens spent (server-reported where the server says, estimated where it does not), and
     projected for requests in flight and the next one."""
 
-    def __init__(self, settings: Settings):
-        self.settings = settings
+    def __init__(self, limits: Limits):
+        self.limits = limits
         self.spent = 0.0  # tokens of answered requests
         self.reported = 0  # of which the server reported
         self.reported_estimate = 0  # our estimate for the requests the server reported on
@@ -146,10 +114,8 @@ class CostMeter:
         return estimate * self.ratio
 
     def allows(self, estimate: int) -> bool:
-        cap = self.settings.max_cost
-        return (
-            cap is None or dollars(self.spent + self.in_flight + self.projected(estimate), self.settings.price) <= cap
-        )
+        cap = self.limits.max_cost
+        return cap is None or dollars(self.spent + self.in_flight + self.projected(estimate), self.limits.price) <= cap
 
     def answered(self, estimate: int, projected: float, usage: int | None) -> None:
         self.in_flight -= projected
@@ -161,7 +127,7 @@ class CostMeter:
             self.reported_estimate += estimate
 
     def dollars(self) -> float:
-        return dollars(self.spent, self.settings.price)
+        return dollars(self.spent, self.limits.price)
 
 
 def reported_input_tokens(response: WireResponse) -> int | None:

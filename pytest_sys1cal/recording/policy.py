@@ -1,4 +1,4 @@
-"""How recording treats a server: the settings of one recording (concurrency, rate, timeouts, cost cap),
+"""How recording treats a server: the limits of one recording (concurrency, rate, timeouts, cost cap),
 which answers are retried, how long to back off, and what the server's Retry-After asks for."""
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ NEVER_UP_ATTEMPTS = 3  # connection refused this often, with no answer yet in th
 
 
 @dataclass(frozen=True)
-class Settings:
+class Limits:
+    """How one recording treats the server: what it may have in flight, how fast, how long, how much."""
+
     concurrency: int = 8
     rate: float = 1000.0  # requests per minute; 0 = no limit
     timeout: float = 60.0
@@ -60,7 +62,7 @@ def retry_after_seconds(headers: Mapping[str, str], now: _dt.datetime | None = N
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
-def backoff(attempt: int, settings: Settings, rng: random.Random) -> float:
+def backoff(attempt: int, limits: Limits, rng: random.Random) -> float:
     """Exponential backoff after the `attempt`-th failure (1-based), capped, with jitter taken off."""
-    delay = min(settings.backoff_max, settings.backoff_initial * 2 ** (attempt - 1))
+    delay = min(limits.backoff_max, limits.backoff_initial * 2 ** (attempt - 1))
     return delay * (1 - BACKOFF_JITTER * rng.random())

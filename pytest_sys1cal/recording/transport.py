@@ -1,6 +1,6 @@
-"""The HTTP transports of recording: each request goes to its own rendering's cassette (passed in the
+"""The HTTP transport of recording: each request goes to its own rendering's cassette (passed in the
 request's extensions), which replays it or, where the record mode allows, sends it and keeps a successful
-answer, so renderings record concurrently while the files stay vcrpy's."""
+answer, so renderings record concurrently (engine.py) while the files stay vcrpy's."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from vcr.cassette import Cassette
 from vcr.request import Request as VcrRequest
 
 from ..cassettes import EXTENSION_KEY, INTERACTION_KEY, recorded_headers
-from ..errors import MeasurementError
-from ..models.base import ModelAdapter, ServerError, WireRequest, WireResponse
+from ..models.base import is_success
 from ..vcr_store import replay
 
 
@@ -55,7 +54,7 @@ def _recorded_headers(response: httpx.Response) -> dict[str, list[str]]:
 
 def interaction(vcr_request: VcrRequest, response: httpx.Response) -> tuple[VcrRequest, dict[str, Any]] | None:
     """The (request, response) pair to keep; None for an error response, which never reaches a cassette."""
-    if not 200 <= response.status_code < 300:
+    if not is_success(response.status_code):
         return None
     recorded = {
         "status": {"code": response.status_code, "message": response.reason_phrase},
@@ -65,46 +64,12 @@ def interaction(vcr_request: VcrRequest, response: httpx.Response) -> tuple[VcrR
     return vcr_request, recorded
 
 
-def record(cassette: Cassette, vcr_request: VcrRequest, response: httpx.Response) -> None:
-    """Keep a successful interaction in the cassette."""
-    kept = interaction(vcr_request, response)
-    if kept is not None:
-        cassette.append(*kept)
-
-
-class CassetteTransport(httpx.BaseTransport):
-    """Replays from the request's cassette; sends to `inner` and records only when the mode allows.
-
-    With record mode ``none`` there is no inner transport at all, so replay cannot open a socket.
-    """
-
-    def __init__(self, inner: httpx.BaseTransport | None):
-        self.inner = inner
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        cassette: Cassette = request.extensions[EXTENSION_KEY]
-        request.read()
-        vcr_request = to_vcr_request(request)
-        played = play_or_miss(cassette, vcr_request, self.inner is not None)
-        if played is not None:
-            return played
-        assert self.inner is not None
-        response = self.inner.handle_request(request)
-        response.read()
-        record(cassette, vcr_request, response)
-        return response
-
-    def close(self) -> None:
-        if self.inner is not None:
-            self.inner.close()
-
-
 class AsyncCassetteTransport(httpx.AsyncBaseTransport):
-    """The asyncio twin of `CassetteTransport`, for concurrent recording (recorder.py): same replay,
-    same record-only-2xx rule. It does not append to the cassette itself: answers arrive in completion
-    order, so the interaction to keep rides on the response (``extensions[INTERACTION_KEY]``) and the
-    recorder appends them in repeat order once the rendering is complete. Cassettes are plain objects
-    touched only from the event loop's thread."""
+    """Replays from the request's cassette; sends to `inner` only where the record mode allows (with record
+    mode none there is no inner transport: no socket can open). It does not append to the cassette itself:
+    answers arrive in completion order, so the interaction to keep (2xx only) rides on the response
+    (``extensions[INTERACTION_KEY]``) and the engine appends them in repeat order once the rendering is
+    complete. Cassettes are plain objects touched only from the event loop's thread."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport | None):
         self.inner = inner
@@ -128,49 +93,3 @@ class AsyncCassetteTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         if self.inner is not None:
             await self.inner.aclose()
-
-
-class LiveClient:
-    """Sends a rendering's requests one at a time through its cassette (the synchronous path of recording,
-    for what the concurrent engine was not given)."""
-
-    def __init__(self, adapter: ModelAdapter, timeout: float):
-        missing = adapter.missing_key()
-        inner: httpx.BaseTransport = _RefusingTransport(missing) if missing else httpx.HTTPTransport()
-        self.client = httpx.Client(transport=CassetteTransport(inner), timeout=timeout)
-
-    def send(self, cassette: Cassette, request: WireRequest) -> WireResponse:
-        try:
-            response = self.client.request(
-                request.method,
-                request.url,
-                content=request.content(),
-                headers=dict(request.headers),
-                extensions={EXTENSION_KEY: cassette},
-            )
-        except _MissingKey as exc:
-            raise MeasurementError(f"cannot record: {exc}", fatal=True) from None
-        except httpx.ConnectError as exc:
-            # Nothing answers at that address: every other item would fail the same way.
-            raise MeasurementError(f"cannot connect to {request.url}: {exc}", fatal=True) from None
-        except httpx.HTTPError as exc:
-            raise ServerError(None, f"no response from {request.url}: {type(exc).__name__}: {exc}") from None
-        return WireResponse(response.status_code, dict(response.headers), response.content)
-
-    def close(self) -> None:
-        self.client.close()
-
-
-class _RefusingTransport(httpx.BaseTransport):
-    """Stands in for the network when the adapter has no API key: one clear error, nothing sent."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        raise _MissingKey(self.reason)
-
-
-class _MissingKey(httpx.HTTPError):
-    def __init__(self, reason: str):
-        super().__init__(reason)

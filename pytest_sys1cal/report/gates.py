@@ -5,22 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..vocabulary import FAILED, INCONCLUSIVE, NOT_APPLICABLE, NOT_MEASURED, PASSED
+from ..gates.rows import Outcome, outcome
+from ..vocabulary import Verdict
 from .table import Table, fmt
 
 
-def headline(result: Mapping[str, Any]) -> tuple[str, str]:
-    """The run's gates in one phrase, and its kind: "failed", "undecided", "passed" or "none"."""
-    gates = result.get("gates") or []
-    failed = sum(g.get("verdict") == FAILED for g in gates)
-    undecided = sum(g.get("verdict") == INCONCLUSIVE for g in gates)
-    if failed:
-        return "failed", f"{failed} gate(s) FAILED"
-    if undecided:
-        return "undecided", f"{undecided} comparison(s) inconclusive: not passed"
-    if any(g.get("verdict") == PASSED for g in gates):
-        return "passed", "every gate in force passed"
-    return "none", "no gate decided this run"
+def headline(result: Mapping[str, Any]) -> tuple[Outcome, str]:
+    """The run's gates in one phrase, and its outcome (gates/rows.py decides it)."""
+    verdicts = [g["verdict"] for g in result.get("gates") or []]
+    kind = outcome(verdicts)
+    if kind == Outcome.FAILED:
+        return kind, f"{verdicts.count(Verdict.FAILED)} gate(s) FAILED"
+    if kind == Outcome.UNDECIDED:
+        return kind, f"{verdicts.count(Verdict.INCONCLUSIVE)} comparison(s) inconclusive: not passed"
+    return kind, "every gate in force passed" if kind == Outcome.PASSED else "no gate decided this run"
 
 
 def _value(value: Any) -> str:
@@ -40,7 +38,9 @@ def gate_table(result: Mapping[str, Any]) -> Table | None:
     notes = [", ".join(f"{n} {verdict}" for verdict, n in counts.items())]
     # One note per distinct reason a gate was not decided (a -k subset would repeat one reason 21 times).
     reasons = dict.fromkeys(
-        g["explanation"] for g in gates if g["verdict"] in (NOT_MEASURED, INCONCLUSIVE, NOT_APPLICABLE)
+        g["explanation"]
+        for g in gates
+        if g["verdict"] in (Verdict.NOT_MEASURED, Verdict.INCONCLUSIVE, Verdict.NOT_APPLICABLE)
     )
     notes += [f"{reason}" for reason in reasons if reason]
     return Table(title="Gates", columns=["gate", "observed", "limit", "verdict"], rows=rows, notes=notes)

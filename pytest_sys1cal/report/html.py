@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..files import write_atomic
-from ..vocabulary import FAILED, PRIMITIVES, VERDICTS
+from ..vocabulary import PRIMITIVES, Verdict
 from .gates import headline
 from .json_report import dumps
 
@@ -159,7 +159,7 @@ def _gates(report: Mapping[str, Any]) -> list[str]:
         out.append('<p class="note">No gates configured for this model (see thresholds.yaml).</p>')
     else:
         out.append(table_html(gates))
-    failed = [g for g in report.get("gates") or [] if g.get("verdict") == FAILED]
+    failed = [g for g in report.get("gates") or [] if g.get("verdict") == Verdict.FAILED]
     if failed:
         items = "".join(f"<li><b>{escape(g['name'])}</b>: {escape(g.get('explanation') or '')}</li>" for g in failed)
         out.append(f'<ul class="failed">{items}</ul>')
@@ -171,7 +171,7 @@ def table_html(table: Table) -> str:
     """A `Table` as an HTML table: title as caption, verdict cells marked for colour, notes below."""
 
     def cell(text: str) -> str:
-        marked = f' class="v-{text.replace(" ", "-")}"' if text in VERDICTS else ""
+        marked = f' class="v-{text.replace(" ", "-")}"' if text in tuple(Verdict) else ""
         return f"<td{marked}>{escape(text)}</td>"
 
     head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)

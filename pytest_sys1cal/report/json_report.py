@@ -17,19 +17,20 @@ from ..files import write_atomic
 from ..vocabulary import REPORT_SCHEMA
 
 
-def build_report(
+def report_document(
     *,
     model: Mapping[str, Any],
     dataset: Mapping[str, Any],
     repeats: int,
     seed: int,
     analysis: Mapping[str, Any],
-    gates: Sequence[Mapping[str, Any]],
+    gates: Sequence[Mapping[str, Any]] = (),
     repeats_per_answer: int = 1,
     notices: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """repeats: samples per rendering; repeats_per_answer: model repeats averaged into each sample (10 for
-    cassettes reconstructed from published means)."""
+    """The JSON report's document from its parts (run_report.py builds the run's). repeats: samples per
+    rendering; repeats_per_answer: model repeats averaged into each sample (10 for cassettes reconstructed
+    from published means)."""
     return {
         "schema": REPORT_SCHEMA,
         "generator": f"pytest-sys1cal {__version__}",

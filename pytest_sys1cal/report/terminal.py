@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..vocabulary import FAILED, INCONCLUSIVE, PASSED
+from ..vocabulary import Verdict
 from .breakdown_tables import family_delta_table
 from .gates import comparison_table, gate_table
 from .paper_tables import build_tables
@@ -15,7 +15,11 @@ from .table import Table, aligned
 Line = tuple[str, dict[str, bool]]
 
 
-VERDICT_MARKUP = {PASSED: {"green": True}, FAILED: {"red": True, "bold": True}, INCONCLUSIVE: {"yellow": True}}
+VERDICT_MARKUP = {
+    Verdict.PASSED: {"green": True},
+    Verdict.FAILED: {"red": True, "bold": True},
+    Verdict.INCONCLUSIVE: {"yellow": True},
+}
 
 
 def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) -> list[Line]:
@@ -66,8 +70,8 @@ def gate_lines(result: Mapping[str, Any], rerecord: tuple[str, str] | None = Non
         return [("", {}), ("Gates: none configured for this model (see thresholds.yaml)", {"bold": True})]
     gates = result["gates"]
     lines = [("", {})] + format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
-    failed = [g for g in gates if g["verdict"] == FAILED]
-    undecided = [g for g in gates if g["verdict"] == INCONCLUSIVE]
+    failed = [g for g in gates if g["verdict"] == Verdict.FAILED]
+    undecided = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE]
     if failed:
         lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates)} gates", {"red": True, "bold": True}))
         lines += [(f"  {g['name']}: {g['explanation']}", {"red": True}) for g in failed]

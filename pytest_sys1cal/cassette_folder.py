@@ -1,0 +1,232 @@
+"""One model version's cassette folder, ``<root>/<model>/<version>``, and its life: where each rendering's
+cassette is, the manifest (read and validated on every run, written when a recording starts and when it
+ends), the checks a run must pass before any item runs, and what a recording may touch. The file format
+itself is cassettes.py's (and vcrpy's, in vcr_store.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .cassettes import SECRET_HEADER
+from .dataset import Dataset, Rendering
+from .errors import InputError
+from .files import write_atomic
+from .manifest import MANIFEST, after_recording, new_manifest, read_manifest
+from .questions import ALL_QUESTIONS
+from .vocabulary import MANIFEST_SCHEMA, RECORD_MODES
+
+if TYPE_CHECKING:
+    from vcr.request import Request as VcrRequest
+
+    from .redact import Redactor
+    from .results import ResultRow
+
+RECORDING_REPEATS = 10
+
+
+class Advice(Protocol):
+    """The commands a refusal prints (advice.py)."""
+
+    @property
+    def key(self) -> str: ...
+
+    def command(self, mode: str) -> str: ...
+
+    def record_elsewhere(self) -> str: ...
+
+    def no_cassettes(self) -> str: ...
+
+
+class CassetteFolder:
+    """The folder of one model version. ``record_mode`` is the run's; a folder opened ``read_only`` (the
+    bundled reference set) refuses every recording whatever the mode."""
+
+    def __init__(
+        self,
+        root: Path,
+        model: str,
+        version: str,
+        record_mode: str,
+        redactor: Redactor,
+        *,
+        read_only: bool = False,
+    ):
+        if record_mode not in RECORD_MODES:
+            raise InputError(f"record mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
+        self.root, self.model, self.version = root, model, version
+        self.path = root / model / version
+        self._prefix = str(self.path)
+        self.record_mode = record_mode
+        self.redactor = redactor
+        self.read_only = read_only
+        self.manifest: dict[str, Any] | None = read_manifest(self.path / MANIFEST, model, version)
+        self._created_manifest = False
+        self._replaced_manifest: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ what the folder holds
+
+    @property
+    def recording(self) -> bool:
+        return self.record_mode != "none"
+
+    @property
+    def asks_afresh(self) -> bool:
+        """Whether this run asks every question anew (record mode all, or nothing recorded yet) rather than
+        what the manifest says the cassettes hold."""
+        return self.record_mode == "all" or self.manifest is None
+
+    @property
+    def source(self) -> str:
+        return self.manifest["source"] if self.manifest else "recorded"
+
+    @property
+    def reconstructed(self) -> bool:
+        return self.source == "reconstructed"
+
+    @property
+    def repeats_per_answer(self) -> int:
+        """Model repeats averaged into each recorded answer: 10 for the reconstructed Jev set."""
+        return 1 if self.asks_afresh else int(self.manifest.get("repeats_per_answer", 1))  # type: ignore[union-attr]
+
+    @property
+    def questions(self) -> tuple[str, ...]:
+        return ALL_QUESTIONS if self.asks_afresh else tuple(self.manifest["questions"])  # type: ignore[index]
+
+    @property
+    def server_model(self) -> str | None:
+        return (self.manifest or {}).get("server_model")
+
+    @property
+    def recorded_settings(self) -> Mapping[str, Any]:
+        """The adapter settings the cassettes were recorded with, for a replay to ask the same."""
+        return {} if self.record_mode == "all" else (self.manifest or {}).get("settings") or {}
+
+    def repeats(self, given: int | None, baseline_repeats: int | None = None) -> int:
+        """--sys1cal-repeats; else the manifest's when replaying; else, when recording against a baseline, as
+        many repeats as the baseline averaged (like with like); else RECORDING_REPEATS."""
+        if given:
+            return given
+        if not self.asks_afresh:
+            return int(self.manifest["repeats"])  # type: ignore[index]
+        return baseline_repeats or RECORDING_REPEATS
+
+    def file_for(self, rendering: Rendering) -> str:
+        """The rendering's cassette as text, for the replay path (pathlib's joins cost more than reading a
+        small file)."""
+        return f"{self._prefix}/{rendering.family}/{rendering.short_id}.json"
+
+    def path_for(self, rendering: Rendering) -> Path:
+        return Path(self.file_for(rendering))
+
+    def cassette_count(self) -> int:
+        return sum(1 for _ in self.path.glob("*/*.json")) if self.path.is_dir() else 0
+
+    def existing_versions(self) -> list[str]:
+        """``model/version`` of every folder with a manifest under the root, for messages."""
+        return sorted(f"{p.parent.parent.name}/{p.parent.name}" for p in self.root.glob(f"*/*/{MANIFEST}"))
+
+    # ------------------------------------------------------------------ checks before any item runs
+
+    def check(self, dataset: Dataset, advice: Advice, *, collect_only: bool = False) -> None:
+        """Refuse (InputError): cassettes without a manifest; a replay with no cassettes for this model and
+        version; cassettes of another dataset; recording into a reconstructed or read-only set."""
+        manifest_path = self.path / MANIFEST
+        if self.manifest is None and self.record_mode != "all":
+            cassettes = self.cassette_count()
+            if cassettes:
+                raise InputError(
+                    f"{manifest_path}: missing; the folder holds {cassettes} cassettes but no manifest saying what "
+                    f"they are. Restore it from version control, or {advice.key}re-record with: {advice.command('all')}"
+                )
+            if not self.recording and not collect_only:
+                raise InputError(advice.no_cassettes())
+        if self.recording and (self.read_only or self.reconstructed):
+            what = "the bundled reference set" if self.read_only else "cassettes reconstructed from published outputs"
+            instead = f"{advice.key}record into another cassette folder: {advice.record_elsewhere()}"
+            raise InputError(
+                f"{self.path} holds {what}, which live answers must not be mixed into or overwrite. "
+                f"{instead[:1].upper()}{instead[1:]}"
+            )
+        if self.manifest is None:
+            return
+        recorded_for = self.manifest["dataset"]["sha256"]
+        if recorded_for != dataset.sha256 and self.record_mode != "all":
+            raise InputError(
+                f"{manifest_path}: these cassettes were recorded for dataset sha256 {recorded_for}, but "
+                f"{dataset.path} has sha256 {dataset.sha256}; use the matching dataset, or another "
+                f"--sys1cal-cassettes folder"
+            )
+
+    # ------------------------------------------------------------------ recording
+
+    def start_recording(
+        self, dataset: Dataset, repeats: int, questions: Sequence[str], settings: Mapping[str, Any]
+    ) -> None:
+        """Before the first request: sweep what a killed recording left half-written, and write the manifest
+        (a new one when this run asks afresh), so an interrupted recording is resumable."""
+        for leftover in self.path.glob("*/.*.json.*.tmp"):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+        if self.asks_afresh:
+            self._replaced_manifest = self.manifest
+            self.manifest = new_manifest(self.model, self.version, dataset, repeats, questions, settings)
+            self.write_manifest(self.manifest)
+            self._created_manifest = True
+
+    def finish_recording(self, rows: Iterable[ResultRow], repeats: int) -> None:
+        """After the last answer: the manifest says what was recorded; a recording that saved nothing leaves
+        nothing behind (the manifest it wrote, the folders it made)."""
+        rows = list(rows)
+        if not any(row.recorded for row in rows):
+            if self._created_manifest:
+                self.manifest = self._replaced_manifest
+                if self.manifest is None:
+                    self._remove_empty_folder()
+                else:
+                    self.write_manifest(self.manifest)
+            return
+        if self.manifest is None:
+            return
+        updated = after_recording(self.manifest, rows, repeats)
+        if updated is not None:
+            self.manifest = updated
+            self.write_manifest(updated)
+
+    def write_manifest(self, manifest: Mapping[str, Any]) -> None:
+        text = json.dumps({"schema": MANIFEST_SCHEMA, **manifest}, indent=2, sort_keys=True) + "\n"
+        write_atomic(self.path / MANIFEST, self.redactor.text(text))
+
+    def _remove_empty_folder(self) -> None:
+        if any(self.path.glob("*/*.json")):
+            return
+        (self.path / MANIFEST).unlink(missing_ok=True)
+        for directory in [*sorted(self.path.glob("*/"), reverse=True), self.path, self.path.parent, self.root]:
+            if directory.is_dir() and not any(directory.iterdir()):
+                directory.rmdir()
+
+    # ------------------------------------------------------------------ what a recording writes
+
+    def scrub_request(self, request: VcrRequest) -> VcrRequest:
+        """Before a request is saved: no secret-looking header, no secret in the URI or body."""
+        for name in list(request.headers):
+            if SECRET_HEADER.search(name):
+                del request.headers[name]
+        request.uri = self.redactor.url(request.uri)
+        if isinstance(request.body, bytes):
+            request.body = self.redactor.bytes(request.body)
+        return request
+
+    def scrub_response(self, response: dict[str, Any]) -> dict[str, Any]:
+        """Before a response is saved: no secret-looking header, and no secret in any header value or the body."""
+        response["headers"] = {
+            name: [self.redactor.text(str(v)) for v in values]
+            for name, values in response["headers"].items()
+            if not SECRET_HEADER.search(name)
+        }
+        body = response["body"]["string"]
+        response["body"]["string"] = self.redactor.bytes(body) if isinstance(body, bytes) else self.redactor.text(body)
+        return response

@@ -1,0 +1,91 @@
+"""A gate's result (`GateRow`, a dict only in the JSON report) and the one place that decides, from the
+verdicts, whether a run passed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from ..vocabulary import Verdict
+
+
+@dataclass(frozen=True)
+class GateRow:
+    """One gate as evaluated on one run: what it read (`metric`, `observed`), the `limit` it holds it to, its
+    `verdict` and a sentence saying what that means. Upgrade-gate rows add `baseline`, `new` (mean OVL over
+    the paired renderings) and `details` (the whole comparison)."""
+
+    name: str
+    metric: str
+    observed: float | None
+    limit: float | None
+    verdict: Verdict
+    explanation: str
+    baseline: float | None = None
+    new: float | None = None
+    details: Mapping[str, Any] | None = field(default=None, compare=False)
+
+    def with_verdict(self, verdict: Verdict, explanation: str, *, keep_observed: bool = True) -> GateRow:
+        return replace(
+            self, verdict=verdict, explanation=explanation, observed=self.observed if keep_observed else None
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as the report's ``gates[]`` holds it; ``passed`` is derived (true, false, or null when the
+        gate neither passed nor failed) for the readers of the stable schema."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "metric": self.metric,
+            "observed": self.observed,
+            "limit": self.limit,
+            "passed": {Verdict.PASSED: True, Verdict.FAILED: False}.get(self.verdict),
+            "verdict": self.verdict,
+            "explanation": self.explanation,
+        }
+        if self.details is not None:  # an upgrade-gate row, whose baseline and new may be null
+            out.update(baseline=self.baseline, new=self.new, details=dict(self.details))
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GateRow:
+        return cls(
+            name=data["name"],
+            metric=data.get("metric", ""),
+            observed=data.get("observed"),
+            limit=data.get("limit"),
+            verdict=Verdict(data["verdict"]),
+            explanation=data.get("explanation") or "",
+            baseline=data.get("baseline"),
+            new=data.get("new"),
+            details=data.get("details"),
+        )
+
+
+class Outcome(StrEnum):
+    """What the gates of a run add up to."""
+
+    FAILED = "failed"  # a gate FAILED
+    UNDECIDED = "undecided"  # no gate failed, but a comparison was inconclusive
+    PASSED = "passed"  # every gate that decided passed
+    NONE = "none"  # no gate decided anything
+
+
+def outcome(verdicts: Iterable[Verdict | str]) -> Outcome:
+    """The run's outcome from its gates' verdicts: the only place this is decided (exit status, JUnit,
+    terminal, Markdown and HTML headlines all ask here). A gate not measured on a run of the whole dataset
+    is FAILED already (evaluate.unmeasured_fails); "not measured" and "not applicable" are left only on a run
+    of part of it, where they neither pass nor fail."""
+    found = {Verdict(v) for v in verdicts}
+    if Verdict.FAILED in found:
+        return Outcome.FAILED
+    if Verdict.INCONCLUSIVE in found:
+        return Outcome.UNDECIDED
+    return Outcome.PASSED if Verdict.PASSED in found else Outcome.NONE
+
+
+def passes(verdict: Verdict | str) -> bool | None:
+    """One gate as a test outcome: True (passed), False (FAILED, or an inconclusive comparison: not shown
+    to pass), None (neither: not measured or not applicable on a run of part of the dataset)."""
+    return {Verdict.PASSED: True, Verdict.FAILED: False, Verdict.INCONCLUSIVE: False}.get(Verdict(verdict))

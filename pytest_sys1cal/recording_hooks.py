@@ -1,0 +1,197 @@
+"""Recording inside a pytest run (the glue above recording/, which knows renderings, not items): when it
+starts (before the first item without xdist; from the workers' collection on the xdist controller; item by
+item on xdist workers), the plan printed through pytest's terminal, the progress line and the closing line.
+See docs/recording.md."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pytest
+
+from .collect import renderings_of, renderings_of_nodeids
+from .recording.engine import Engine
+from .recording.plan import Plan, duration, make_plan
+from .recording.policy import Limits
+
+if TYPE_CHECKING:
+    from .dataset import Dataset
+    from .measure import Measurer
+    from .models.base import ModelAdapter
+    from .options import Settings
+
+PROGRESS_EVERY = 10.0  # seconds between progress lines
+
+
+def say(config: pytest.Config, text: str, **markup: bool) -> None:
+    """A line through pytest's terminal reporter, also from inside a running item (captured output
+    is suspended for it, as pytest's live logging does)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    context = capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
+    with context:
+        # In -q mode pytest tracks no "current file", so write_line would glue onto a row of dots.
+        writer = getattr(reporter, "_tw", None)
+        if not reporter.currentfspath and getattr(writer, "width_of_current_line", 0):
+            reporter.write("\n")
+        reporter.write_line(text, **markup)
+
+
+def workercount(workerinput: Mapping[str, Any]) -> int:
+    """How many xdist workers share the run (1 without xdist): the limits are divided between them."""
+    return int(workerinput.get("workercount") or 1)
+
+
+def limits_for(settings: Settings, share: int = 1) -> Limits:
+    """The run's recording limits; with `share` > 1 (xdist workers), this process's part of them."""
+    return Limits(
+        concurrency=max(1, math.ceil(settings.concurrency / share)),
+        rate=settings.rate / share,
+        timeout=settings.timeout,
+        retry_budget=settings.retry_budget,
+        max_cost=None if settings.max_cost is None else settings.max_cost / share,
+    )
+
+
+class Recording:
+    """This process's recording: its limits, the plan (printed), the engine (the measurer's sender, made
+    when the first rendering needs it) and the progress lines it writes while items wait."""
+
+    def __init__(self, config: pytest.Config, limits: Limits, *, quiet: bool = False):
+        self.config = config
+        self.limits = limits
+        self.plan: Plan | None = None
+        self.engine: Engine | None = None
+        self.quiet = quiet  # xdist workers cannot write to the terminal
+        self._last_progress = time.monotonic()
+        self._reported_end = False
+
+    def make_engine(self, measurer: Measurer) -> Engine:
+        """The sender factory handed to the Measurer."""
+        self.engine = Engine(measurer, self.limits, on_wait=self.tick)
+        return self.engine
+
+    def tick(self) -> None:
+        """A progress line every PROGRESS_EVERY seconds (main thread only). Called between items, and
+        while an item waits for its rendering."""
+        engine = self.engine
+        if engine is None or self.quiet or engine.finished:
+            return
+        stats, now = engine.stats, time.monotonic()
+        if now - self._last_progress < PROGRESS_EVERY or stats.first_send is None:
+            return
+        self._last_progress = now
+        total = self.plan.requests if self.plan else stats.sent_ok
+        rate = stats.sent_ok / max(now - stats.first_send, 1e-9)
+        left = f"about {duration((total - stats.sent_ok) / rate)} left" if rate > 0 else "waiting for the server"
+        retried = f", {stats.retries} retried" if stats.retries else ""
+        say(
+            self.config,
+            f"sys1cal: recorded {stats.sent_ok:,}/{total:,} requests, {rate:.1f} requests/s, {left}{retried}",
+        )
+
+    def closing_line(self) -> str:
+        assert self.engine is not None
+        stats, cost = self.engine.stats, self.engine.cost
+        if not stats.sent_ok:
+            spent = time.monotonic() - stats.first_send if stats.first_send is not None else 0.0
+            tried = f" after {spent:.1f} s of tries" if stats.first_send is not None else ""
+            return f"sys1cal: recorded nothing{tried}; {stats.failed} rendering(s) not recorded"
+        elapsed = (stats.last_answer or stats.first_send or 0) - (stats.first_send or 0)
+        rate = f", {stats.sent_ok / elapsed:.1f} requests/s" if elapsed > 0 else ""
+        line = f"sys1cal: recorded {stats.sent_ok:,} requests in {elapsed:.2f} s{rate}"
+        if stats.retries:
+            line += f", {stats.retries} retried"
+        if stats.failed:
+            line += f"; {stats.failed} rendering{'s' if stats.failed != 1 else ''} not recorded"
+        if cost.reported:
+            line += f"; {cost.reported:,} input tokens reported by the server ≈ ${cost.dollars():.4f}"
+        elif stats.sent_ok:
+            line += f"; the server reported no usage: about ${cost.dollars():.4f} by the estimate"
+        return line
+
+    def close(self) -> None:
+        """Stop the engine (what is in flight is cancelled, nothing partial saved); then, once and not on
+        xdist workers, the closing line."""
+        if self.engine is None or self._reported_end:
+            return
+        self.engine.close()
+        self._reported_end = True
+        if not self.quiet and self.engine.stats.jobs:
+            say(self.config, self.closing_line())
+
+
+class Run(Protocol):
+    """What recording's hooks read of the run (run.py's Sys1CalRun)."""
+
+    config: pytest.Config
+    settings: Settings
+    dataset: Dataset
+    adapter: ModelAdapter
+    measurer: Measurer
+
+    def start_recording(self) -> None: ...
+
+
+class RecordingHooks:
+    """The hooks of a run that records (registered only then: a replay pays for none of this). The manifest
+    is written when recording starts, after the plan and the --sys1cal-max-cost check, so a refused run
+    leaves nothing behind."""
+
+    def __init__(self, run: Run, recording: Recording, *, controller: bool):
+        self.run = run
+        self.recording = recording
+        self.controller = controller
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        # Without xdist: price and start recording every selected rendering before the first item runs.
+        config = session.config
+        skipped = config.option.collectonly or (session.testsfailed and not config.option.continue_on_collection_errors)
+        if self.controller and not skipped and not config.pluginmanager.has_plugin("dsession"):
+            self.begin(renderings_of(session.items, self.run.measurer), workers=1)
+            if self.recording.plan and self.recording.plan.renderings:
+                self.run.measurer.start_sender().submit(self.recording.plan.renderings)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # xdist controller: the same plan, price and cap from the workers' collection, before scheduling;
+        # the workers do the sending.
+        if self.recording.plan is None:
+            run = self.run
+            self.begin(renderings_of_nodeids(ids, run.settings.model, run.dataset), workercount(node.workerinput))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        # xdist worker: record the item it was given and the next one queued for it, ahead of need.
+        # Elsewhere: a progress line between items while recording.
+        if not self.controller:
+            measurer = self.run.measurer
+            wanted = [r for r in renderings_of([item, nextitem], measurer) if measurer.unanswered(r)]
+            if wanted and not self.run.adapter.missing_key():
+                measurer.start_sender().submit(wanted)
+        else:
+            self.recording.tick()
+
+    def begin(self, renderings: Sequence[Any], workers: int) -> None:
+        """Plan, refuse without a key, print the plan and its price, refuse over the cap, then start the
+        folder's recording (manifest first) when anything needs the network."""
+        run, recording = self.run, self.recording
+        plan = make_plan(run.measurer, renderings)
+        missing = run.adapter.missing_key()
+        if missing and plan.renderings:
+            raise pytest.UsageError(f"cannot record {len(plan.renderings)} renderings: {missing}. Nothing was sent.")
+        recording.plan = plan
+        for line in plan.lines(limits_for(run.settings, workers), workers):
+            say(run.config, line)
+        refusal = plan.refusal(limits_for(run.settings))  # the run's cap, whatever each process's share
+        if refusal:
+            raise pytest.UsageError(refusal)
+        if plan.renderings:
+            run.start_recording()

@@ -1,0 +1,148 @@
+"""The run's one report, built once from what was measured: the analysis, the gates, the notices. Pure (no
+pytest, no files): every renderer reads the object it returns, the terminal, the Markdown summary, the JSON
+and HTML reports and JUnit XML alike, and the run passed or not according to its `outcome` alone."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .dataset import Dataset
+from .gates.rows import GateRow, Outcome, outcome
+from .gates.schema import Thresholds
+from .report.json_report import report_document
+from .results import ResultRow, analysis_rows
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the report says about the run beside its numbers."""
+
+    model: str
+    version: str
+    source: str  # of the cassettes: recorded, reconstructed, mixed
+    server_model: str | None
+    repeats: int
+    repeats_per_answer: int
+    seed: int
+    bootstrap: int
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The report a run is compared with, and how to name it in messages."""
+
+    report: Mapping[str, Any]
+    name: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """`data` is the JSON report exactly as written (docs/report.md); `gates` its gate rows, typed."""
+
+    data: dict[str, Any]
+    gates: tuple[GateRow, ...]
+
+    @property
+    def outcome(self) -> Outcome:
+        return outcome(gate.verdict for gate in self.gates)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome in (Outcome.PASSED, Outcome.NONE)
+
+
+def build_report(
+    facts: RunFacts,
+    rows: Sequence[ResultRow],
+    dataset: Dataset,
+    thresholds: Thresholds | None,
+    baseline: Baseline | None,
+) -> Report:
+    """Analyse the rows, judge the gates, say what the user must know. Raises BaselineError when the baseline
+    cannot be compared with this run."""
+    from .analysis import analyze
+
+    options = thresholds.analysis_options() if thresholds else {}
+    analysis = analyze(analysis_rows(rows, dataset), seed=facts.seed, bootstrap=facts.bootstrap, **options)
+    data = report_document(
+        model={
+            "name": facts.model,
+            "version": facts.version,
+            "source": facts.source,
+            "server_model": facts.server_model,
+        },
+        dataset={
+            "name": dataset.name,
+            "sha256": dataset.sha256,
+            "renderings": len(dataset.renderings),
+            "latent_problems": dataset.latent_problems,
+        },
+        repeats=facts.repeats,
+        repeats_per_answer=facts.repeats_per_answer,
+        seed=facts.seed,
+        analysis=analysis,
+    )
+    gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts.seed)
+    data["gates"] = [gate.to_json() for gate in gates]
+    data["notices"] = _notices(facts, thresholds, baseline, gates)
+    return Report(data, tuple(gates))
+
+
+def _gates(
+    data: Mapping[str, Any], total: int, thresholds: Thresholds | None, baseline: Baseline | None, seed: int
+) -> list[GateRow]:
+    """Every configured gate. On a run of the whole dataset a gate that could not be measured fails; on part
+    of it (-k, a stop, failed renderings) the threshold gates are not applicable."""
+    from .gates.evaluate import evaluate, not_applicable, unmeasured_fails
+    from .gates.regression import evaluate_regression
+
+    partial = partial_run(data["counts"], total)
+    gates = evaluate(thresholds, data) if thresholds is not None else []
+    gates = not_applicable(gates, partial) if partial else unmeasured_fails(gates)
+    if baseline is not None:
+        config = thresholds.regression if thresholds else None
+        rows = evaluate_regression(config, data, baseline.report, seed=seed, baseline_name=baseline.name)
+        # A comparison describes the renderings it paired, so it stands on part of the dataset too; on a run
+        # of the whole dataset a primitive that could not be compared fails rather than pass unseen.
+        gates += rows if partial else unmeasured_fails(rows)
+    return gates
+
+
+def partial_run(counts: Mapping[str, int], total: int) -> str | None:
+    """Why this run measured less than the whole dataset, or None."""
+    if counts["renderings"] < total:
+        return (
+            f"only {counts['renderings']} of {total} renderings were selected; threshold gates describe the "
+            "whole dataset, so they are not applied to part of it"
+        )
+    if counts["failed"]:
+        return (
+            f"{counts['failed']} of {total} renderings could not be measured; threshold gates describe the "
+            "whole dataset, so they are not applied to the rest"
+        )
+    return None
+
+
+def _notices(
+    facts: RunFacts, thresholds: Thresholds | None, baseline: Baseline | None, gates: Sequence[GateRow]
+) -> list[str]:
+    """What the user must know about this run's inputs, said in the terminal, the summary and the report."""
+    notices = []
+    if facts.server_model and facts.server_model != facts.version:
+        notices.append(
+            f"the server reported model {facts.server_model}, not the pinned {facts.version}: these answers are "
+            f"filed under {facts.version}"
+        )
+    if thresholds is not None and not thresholds.layers:
+        notices.append(f"{thresholds.path}: {thresholds.notice}: this run gates nothing")
+    elif thresholds is None and baseline is None:
+        notices.append("no thresholds.yaml and no baseline: this run gates nothing")
+    extra = next((g.details["only_in_new"] for g in gates if g.details and g.details.get("only_in_new")), None)
+    if extra and baseline is not None:
+        notices.append(
+            f"the baseline {baseline.name} lacks {extra} of the renderings this run measured; "
+            "the comparison uses only the renderings in both"
+        )
+    return notices
