@@ -17,7 +17,7 @@ class BaselineError(ThresholdsError):
 
 def load_baseline(path: str | Path) -> dict[str, Any]:
     """Read a JSON report written by --sys1cal-report. Raises BaselineError naming the file."""
-    from ..report.json_report import ReportError, read_report
+    from ..report_file import ReportError, read_report
 
     try:
         return read_report(path)
