@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .gates.regression import BaselineError, check_baseline
-from .report.json_report import ReportError, read_report
+from .report_file import ReportError, read_report
 from .run_report import Baseline
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .vocabulary import SCORE_LEVELS
 
 PARALLEL_SUFFIX = "__parallel_primitives"
-SCORE_LEVELS = 10
 # The gold distribution may carry float rounding; anything further off is a broken file.
 GOLD_SUM_TOLERANCE = 1e-9
 

@@ -1,5 +1,5 @@
-"""The words every part of the plugin shares, each defined once: primitives and their labels, gate
-verdicts, record modes and the schema ids of the files the plugin writes."""
+"""The words every part of the plugin shares, each defined once: primitives, their labels and Score's
+levels, the dataset's families, gate verdicts, record modes and the schema ids of the files the plugin writes."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from enum import StrEnum
 
 PRIMITIVES = ("noul", "choice", "score")
 LABELS = {"noul": "Noul", "choice": "Choice", "score": "Score"}
+# Score answers on levels 0…9 (level j stands for the probability j/9).
+SCORE_LEVELS = 10
+# The Sys1Cal families of latent problems, in the order the generator splits a fresh set over them.
+FAMILY_NAMES = ("explicit_probability", "frequency", "compound", "conditional", "bayes", "sequential_bayes")
 
 
 class Verdict(StrEnum):

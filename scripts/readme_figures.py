@@ -5,7 +5,7 @@
 
 Replays cassettes/jev/jev-1.13.0 (`pytest --sys1cal --model jev --sys1cal-report=...`, no network) and
 draws the probability-transfer and Score→Choice figures with the HTML report's own code
-(pytest_sys1cal/report/figures_groups.py). Needs the html extra. Rerunning writes identical files with the
+(pytest_sys1cal/report/figure_registry.py). Needs the html extra. Rerunning writes identical files with the
 same matplotlib, whose version each file names; tests/test_readme_figures.py fails when they are stale.
 """
 
@@ -32,8 +32,8 @@ def draw(report: Mapping[str, Any]) -> dict[str, str]:
     sys.path.insert(0, str(ROOT))
     import matplotlib
 
+    from pytest_sys1cal.report.figure_registry import SPECS
     from pytest_sys1cal.report.figures import Inputs, draw_all
-    from pytest_sys1cal.report.figures_groups import SPECS
 
     specs = [spec for spec in SPECS if spec.key in README_FIGURES.values()]
     drawn = {figure.key: figure.svg for figure in draw_all(specs, Inputs.of(report))}

@@ -1,4 +1,4 @@
-"""analysis/contamination.py: the unpaired public − fresh comparison on synthetic reports with a known truth
+"""analysis/public_vs_fresh.py: the unpaired public − fresh comparison on synthetic reports with a known truth
 (interval coverage under no difference, detection of a built-in public advantage, the family reweighting removing
 a composition effect), the refusals, and `python -m pytest_sys1cal contamination` end to end."""
 
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_sys1cal.analysis.contamination import NOT_SUSPICIOUS, SUSPICIOUS, check_contamination
-from pytest_sys1cal.analysis.contamination_sides import ContaminationError
-from pytest_sys1cal.report.contamination import format_check
+from pytest_sys1cal.analysis.public_vs_fresh import NOT_SUSPICIOUS, SUSPICIOUS, check_contamination
+from pytest_sys1cal.analysis.public_vs_fresh_sides import ContaminationError
+from pytest_sys1cal.report.public_vs_fresh_text import format_check
 
 # Family → mean distance of the answers to p*: families differ in difficulty, as real ones do.
 DIFFICULTY = {"alpha": 0.10, "beta": 0.12, "gamma": 0.15, "delta": 0.18, "epsilon": 0.22, "zeta": 0.26}
@@ -159,16 +159,16 @@ def test_unmeasured_primitive_and_exclusions() -> None:
 
 
 def test_bundled_public_set_leaks_are_left_out_by_default() -> None:
-    from pytest_sys1cal.analysis.contamination_sides import _bundled_public_sha
+    from pytest_sys1cal.commands.contamination import bundled_public_sha
 
-    sha = _bundled_public_sha()
+    sha = bundled_public_sha()
     assert sha is not None
     public, fresh = public_report(7), fresh_report(8)
     public["dataset"]["sha256"] = sha
-    result = check_contamination(public, fresh, stratify="family", resamples=200)
+    result = check_contamination(public, fresh, stratify="family", resamples=200, bundled_sha256=sha)
     assert result["excluded"] == ["prose", "sequential_bayes"] and "state p*" in result["exclusion_note"]
     assert result["public"]["compared_renderings"] == len(public["items"]) * 3 // 4  # prose is 1 of 4
-    kept = check_contamination(public, fresh, stratify="family", resamples=200, exclude=["none"])
+    kept = check_contamination(public, fresh, stratify="family", resamples=200, exclude=["none"], bundled_sha256=sha)
     assert kept["excluded"] == [] and kept["public"]["compared_renderings"] == len(public["items"])
 
 

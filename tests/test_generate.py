@@ -386,6 +386,18 @@ def test_problems_are_split_evenly_first_families_first(problems: int) -> None:
     assert [per_family[family] for family in FAMILY_ORDER] == [base + (i < extra) for i in range(6)]
 
 
+def test_the_shared_family_names_and_cell_count_are_the_generators() -> None:
+    """vocabulary.FAMILY_NAMES and the contamination check's FILLS_EVERY_CELL (analysis/ may not import the
+    generator) agree with the generator: its families in order, and the problems that fill every cell."""
+    from pytest_sys1cal.analysis.public_vs_fresh_sides import FILLS_EVERY_CELL, MIN_FRESH_PER_CELL
+    from pytest_sys1cal.generate import FAMILIES
+    from pytest_sys1cal.vocabulary import FAMILY_NAMES
+
+    assert tuple(family.name for family in FAMILIES) == FAMILY_NAMES == tuple(FAMILY_ORDER)
+    most_bands = max(len(family.bands) for family in FAMILIES)
+    assert FILLS_EVERY_CELL == len(FAMILIES) * most_bands * MIN_FRESH_PER_CELL == 330
+
+
 def test_every_family_covers_every_band_of_the_unit_interval() -> None:
     # 99 latents per family: 11 full blocks of 9 bands (9 of 11 for explicit_probability).
     bands: dict[str, Counter[str]] = defaultdict(Counter)

@@ -21,6 +21,8 @@ MAX_FUNCTION_LINES = 60
 VOCABULARY = {
     "PRIMITIVES",
     "LABELS",
+    "SCORE_LEVELS",
+    "FAMILY_NAMES",
     "PASSED",
     "FAILED",
     "INCONCLUSIVE",
@@ -38,6 +40,15 @@ FORBIDDEN = {
     "generate": {"pytest", "_pytest", "vcr", "httpx"},
     "commands": {"pytest", "_pytest", "vcr", "httpx"},
 }
+
+# Parts of the package a part must not import: the analysis is handed its data (it reads no dataset and
+# knows no generator), and the gates read a saved report through report_file.py, not through the renderers.
+FORBIDDEN_INTERNAL = {
+    "analysis": {"pytest_sys1cal.dataset", "pytest_sys1cal.generate"},
+    "gates": {"pytest_sys1cal.report"},
+}
+# Calls that open or read a file: the analysis makes none.
+FILE_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes"}
 
 
 def modules() -> list[Path]:
@@ -147,6 +158,28 @@ def test_pure_parts_import_no_pytest_or_http(part: str) -> None:
         for path in sorted((PACKAGE / part).rglob("*.py"))
         for imported, line in imports(path)
         if imported.split(".")[0] in FORBIDDEN[part]
+    ]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("part", sorted(FORBIDDEN_INTERNAL))
+def test_parts_import_no_forbidden_part_of_the_package(part: str) -> None:
+    found = [
+        f"{path.relative_to(REPO)}:{line} imports {imported}"
+        for path in sorted((PACKAGE / part).rglob("*.py"))
+        for imported, line in imports(path)
+        if any(imported == name or imported.startswith(name + ".") for name in FORBIDDEN_INTERNAL[part])
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_analysis_opens_no_file() -> None:
+    found = [
+        f"{path.relative_to(REPO)}:{node.lineno} calls {name}()"
+        for path in sorted((PACKAGE / "analysis").rglob("*.py"))
+        for node in ast.walk(tree(path))
+        if isinstance(node, ast.Call)
+        and (name := getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in FILE_CALLS
     ]
     assert not found, "\n".join(found)
 

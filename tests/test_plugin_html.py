@@ -21,7 +21,7 @@ def matplotlib_loaded() -> None:
     """pytester's in-process runs drop the modules first imported inside them; load the figure stack once,
     before the nested runs (as tests/conftest.py does for numpy)."""
     pytest.importorskip("matplotlib", reason="the HTML report needs the html extra: pip install 'pytest-sys1cal[html]'")
-    import pytest_sys1cal.report.figures_groups  # noqa: F401
+    import pytest_sys1cal.report.figure_registry  # noqa: F401
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
 from .compare_groups import group_differences
 from .items import LEVEL_VALUES
+from .primitives import ovl
 from .stats import Clusters
 
 # Per primitive: the report item column holding the repeat mean, and the sample key of one repeat.
@@ -24,7 +26,7 @@ POWER = 0.8  # of the sample-size advice for inconclusive verdicts
 _NORMAL = NormalDist()
 
 
-class ComparisonError(ValueError):
+class ComparisonError(InputError):
     """The two reports cannot be compared (different repeat counts, nothing matched, not a report)."""
 
 
@@ -333,8 +335,8 @@ def _measure(
             else f"{LABELS[prim]} was measured on fewer than 2 latent problems in both reports"
         )
         return out, None
-    ovl_new = 1 - np.abs(new - paired.p_star)
-    ovl_base = 1 - np.abs(base - paired.p_star)
+    ovl_new = ovl(new, paired.p_star)
+    ovl_base = ovl(base, paired.p_star)
     d = np.where(both, ovl_new - ovl_base, 0.0)
     sums = clusters.sums(d)
     sizes = clusters.sums(both.astype(float))
@@ -391,7 +393,7 @@ def _decide(
 
 def per_repeat_ovl(per_repeat_p: np.ndarray | None, p_star: np.ndarray) -> np.ndarray | None:
     """(n, r) per-repeat OVL = 1 − |p − p*| from per-repeat probabilities."""
-    return None if per_repeat_p is None else 1 - np.abs(per_repeat_p - p_star[:, None])
+    return None if per_repeat_p is None else ovl(per_repeat_p, p_star[:, None])
 
 
 def _noise(out: dict[str, Any], paired: Paired, prim: str) -> tuple[dict[str, Any], float | None]:

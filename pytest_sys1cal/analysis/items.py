@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-SCORE_LEVELS = 10
+from ..vocabulary import SCORE_LEVELS
+
 # z_j = j/9: the value of Score level j on the probability scale.
 LEVEL_VALUES = np.arange(SCORE_LEVELS) / (SCORE_LEVELS - 1)
 

@@ -26,6 +26,11 @@ def per_primitive(
     return out
 
 
+def ovl(p: np.ndarray, p_star: np.ndarray) -> np.ndarray:
+    """OVL = 1 − |p − p*| of each answer (NaN where p is NaN); p and p_star broadcast."""
+    return 1 - np.abs(p - p_star)
+
+
 def ovl_summary(distance: np.ndarray) -> dict[str, float | None]:
     """Mean and median OVL = 1 − distance to p* (None when there are no items)."""
     if distance.size == 0:

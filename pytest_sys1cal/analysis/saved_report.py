@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .compare import COLUMNS
+from .primitives import ovl
 
 
 def rendering_ovl(items: Sequence[Mapping[str, Any]], primitive: str) -> np.ndarray:
@@ -16,7 +17,7 @@ def rendering_ovl(items: Sequence[Mapping[str, Any]], primitive: str) -> np.ndar
     primitive was not asked."""
     column = COLUMNS[primitive][0]
     p = np.asarray([np.nan if item.get(column) is None else float(item[column]) for item in items])
-    return 1 - np.abs(p - np.asarray([float(item["p_star"]) for item in items]))
+    return ovl(p, np.asarray([float(item["p_star"]) for item in items]))
 
 
 def dataset_sha(report: Mapping[str, Any]) -> str | None:

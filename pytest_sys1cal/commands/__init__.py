@@ -1,1 +1,1 @@
-"""The `python -m pytest_sys1cal` commands, one module each: `add_arguments(parser)` and `run(args) -> int`."""
+"""The `python -m pytest_sys1cal` commands, one module each: `add_arguments(parser)` and `main(args) -> int`."""

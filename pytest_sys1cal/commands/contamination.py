@@ -1,17 +1,20 @@
-"""`python -m pytest_sys1cal contamination PUBLIC.json FRESH.json`: the options, reading the two reports,
-printing the check as text or JSON, and the exit status (2 on an unusable input, 1 with
---fail-if-suspicious when a primitive is suspicious)."""
+"""`python -m pytest_sys1cal contamination PUBLIC.json FRESH.json`: the options, reading the two reports (and
+hashing the bundled public file, to know a report of it), printing the check as text or JSON, and the exit
+status (2 on an unusable input, 1 with --fail-if-suspicious when a primitive is suspicious)."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from pathlib import Path
 
-from ..analysis.contamination import CONTAMINATION_RESAMPLES, DEFAULT_STRATA, check_contamination
-from ..analysis.contamination_sides import ContaminationError
-from ..report.contamination import format_check
-from ..report.json_report import ReportError, dumps, read_report
+from ..analysis.public_vs_fresh import CONTAMINATION_RESAMPLES, DEFAULT_STRATA, check_contamination
+from ..analysis.public_vs_fresh_sides import PUBLIC_DATASET, ContaminationError
+from ..dataset import DatasetError, resolve_path
+from ..report.json_report import dumps
+from ..report.public_vs_fresh_text import format_check
+from ..report_file import ReportError, read_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +53,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-if-suspicious", action="store_true", help="exit 1 when any primitive is suspicious")
 
 
+def bundled_public_sha() -> str | None:
+    """The sha256 of the bundled public file (sys1cal-v1); None when this installation lacks it."""
+    try:
+        _, path = resolve_path(PUBLIC_DATASET)
+    except DatasetError:
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         public, fresh = read_report(args.public), read_report(args.fresh)
@@ -63,8 +75,9 @@ def main(args: argparse.Namespace) -> int:
             exclude=args.exclude,
             margin=args.margin,
             ignore_repeats=args.ignore_repeats,
+            bundled_sha256=bundled_public_sha(),
         )
-    except (ReportError, ContaminationError, ValueError) as exc:
+    except (ReportError, ContaminationError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..report.html import HtmlUnavailable, check_available, write_html
-from ..report.json_report import ReportError, read_report
+from ..report_file import ReportError, read_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

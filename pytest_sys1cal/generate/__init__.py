@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..bands import Band
 from .bayes import BAYES, SEQUENTIAL_BAYES
 from .compound import COMPOUND
 from .conditional import CONDITIONAL
-from .exact import Band
 from .explicit import EXPLICIT_PROBABILITY
 from .frequency import FREQUENCY
 from .problem import Family

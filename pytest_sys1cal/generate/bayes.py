@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from ..bands import INTERIOR_BANDS, Band
 from .exact import (
     COARSE,
-    INTERIOR_BANDS,
     TARGET,
-    Band,
     json_number,
     odds_text,
     on_grid,

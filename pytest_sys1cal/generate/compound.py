@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from .exact import COARSE, FINE, INTERIOR_BANDS, TARGET, Band, json_number, on_grid, probability_on_grid, prose_number
+from ..bands import INTERIOR_BANDS, Band
+from .exact import COARSE, FINE, TARGET, json_number, on_grid, probability_on_grid, prose_number
 from .problem import Family, Problem, Scales, field_table
 
 

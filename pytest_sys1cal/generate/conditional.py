@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from .exact import INTERIOR_BANDS, Band, grid_point
+from ..bands import INTERIOR_BANDS, Band
+from .exact import grid_point
 from .problem import Family, Scales
 
 DRAW_RECORD = "one record drawn uniformly at random from the records with B"

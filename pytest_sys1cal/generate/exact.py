@@ -1,4 +1,4 @@
-"""Exact numbers for generated problems: probability bands, draws on a grid inside a band, odds text.
+"""Exact numbers for generated problems: draws on a grid inside a probability band (bands.py), odds text.
 
 Every probability a generated state shows is a decimal with at most four places (k / 10**4, or k / 100 for
 the Bayes families), so the JSON literal Python writes for it (the shortest repr of the float) *is* that
@@ -9,53 +9,13 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
 from fractions import Fraction
+
+from ..bands import Band
 
 FINE = 10_000  # explicit and compound probabilities: up to four decimal places
 COARSE = 100  # priors, likelihoods, trial probabilities: two places, so natural frequencies stay readable
 TARGET = 10**6  # resolution of the target p* that constructions aim at before their own rounding
-
-
-@dataclass(frozen=True)
-class Band:
-    """A probability band as Sys1Cal-v1 labels it, with exact, possibly open, ends."""
-
-    label: str
-    low: Fraction
-    high: Fraction
-    low_closed: bool
-    high_closed: bool
-
-    def contains(self, p: Fraction) -> bool:
-        above = p >= self.low if self.low_closed else p > self.low
-        below = p <= self.high if self.high_closed else p < self.high
-        return above and below
-
-
-def _make_band(label: str, low: str, high: str, low_closed: bool, high_closed: bool) -> Band:
-    return Band(label, Fraction(low), Fraction(high), low_closed, high_closed)
-
-
-# The eleven `probability_band` values of Sys1Cal-v1, in order (checked against all 365 public items).
-ZERO = _make_band("0", "0", "0", True, True)
-ONE = _make_band("1", "1", "1", True, True)
-INTERIOR_BANDS: tuple[Band, ...] = (
-    _make_band("(0,0.01)", "0", "0.01", False, False),
-    _make_band("[0.01,0.10]", "0.01", "0.10", True, True),
-    _make_band("(0.10,0.30]", "0.10", "0.30", False, True),
-    _make_band("(0.30,0.45]", "0.30", "0.45", False, True),
-    _make_band("(0.45,0.55]", "0.45", "0.55", False, True),
-    _make_band("(0.55,0.70]", "0.55", "0.70", False, True),
-    _make_band("(0.70,0.90]", "0.70", "0.90", False, True),
-    _make_band("(0.90,0.99]", "0.90", "0.99", False, True),
-    _make_band("(0.99,1)", "0.99", "1", False, False),
-)
-ALL_BANDS: tuple[Band, ...] = (ZERO, *INTERIOR_BANDS, ONE)
-
-
-def band_of(p: Fraction) -> str:
-    return next(band.label for band in ALL_BANDS if band.contains(p))
 
 
 def grid_point(rng: random.Random, band: Band, denominator: int) -> int | None:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from .exact import ALL_BANDS, FINE, Band, json_number, odds_text, on_grid, prose_number
+from ..bands import ALL_BANDS, Band
+from .exact import FINE, json_number, odds_text, on_grid, prose_number
 from .problem import Family, Scales
 
 

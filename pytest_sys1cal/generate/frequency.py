@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from .exact import INTERIOR_BANDS, Band, grid_point, ratio_text
+from ..bands import INTERIOR_BANDS, Band
+from .exact import grid_point, ratio_text
 from .problem import ALL_REPRESENTATIONS, Family, Scales
 
 DRAW_OBJECT = "one object drawn uniformly at random from the collection"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
 
-from .exact import Band
+from ..bands import Band
 
 ALL_REPRESENTATIONS = ("direct", "counts", "scaled_counts", "ratio", "table", "prose", "nested", "distractor")
 

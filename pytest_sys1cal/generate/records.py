@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .exact import band_of
+from ..bands import band_of
 from .problem import Family, Problem, Scales
 
 GENERATOR_VERSION = "sys1cal-gen-1"

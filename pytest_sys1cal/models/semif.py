@@ -12,9 +12,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..dataset import SCORE_LEVELS, Rendering
+from ..dataset import Rendering
 from ..errors import InputError, MeasurementError
 from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
+from ..vocabulary import SCORE_LEVELS
 from .base import AnswerError, ModelAdapter, WireRequest, WireResponse, check_probability, quote
 
 LETTERS = "ABCDEFGHIJKLMNOP"

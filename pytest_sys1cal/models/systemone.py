@@ -10,8 +10,9 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..dataset import SCORE_LEVELS, Rendering
+from ..dataset import Rendering
 from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
+from ..vocabulary import SCORE_LEVELS
 from .base import (
     AnswerError,
     ModelAdapter,

@@ -236,6 +236,8 @@ def sensitivity(inputs: Inputs) -> Figure | None:
 
 @dataclass(frozen=True)
 class Spec:
+    """One figure of the registry (figure_registry.py): its id in the page, title, caption and drawing."""
+
     key: str
     title: str
     caption: str

@@ -84,7 +84,7 @@ def canonical(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def render_html(report: Mapping[str, Any], baseline: Mapping[str, Any] | None = None) -> str:
-    from .figures_groups import render_figures
+    from .figure_registry import render_figures
     from .paper_tables import build_tables
 
     report = canonical(report)

@@ -142,7 +142,7 @@ _RULE_LABELS = {
 }
 
 
-def decisions_table(result: Mapping[str, Any]) -> Table:
+def decisions_as_table(result: Mapping[str, Any]) -> Table:
     dec = result["decisions"]
     rows = []
     for rule, label in _RULE_LABELS.items():
@@ -184,7 +184,7 @@ def decisions_table(result: Mapping[str, Any]) -> Table:
     )
 
 
-def option_swap_table(result: Mapping[str, Any]) -> Table:
+def option_swap_as_table(result: Mapping[str, Any]) -> Table:
     swap = result["option_swap"]
     title = "Option swap: Choice asked with options [False, True] and [True, False]"
     if swap is None:
@@ -224,8 +224,8 @@ TABLES: list[Callable[[Mapping[str, Any]], Table | None]] = [
     table2,
     table3,
     table6,
-    decisions_table,
-    option_swap_table,
+    decisions_as_table,
+    option_swap_as_table,
     recalibration_table,
 ]
 

@@ -9,8 +9,8 @@ from pytest_sys1cal.report.breakdown_tables import by_family_table, by_represent
 from pytest_sys1cal.report.paper_tables import (
     TABLES,
     build_tables,
-    decisions_table,
-    option_swap_table,
+    decisions_as_table,
+    option_swap_as_table,
     table1,
     table2,
     table3,
@@ -32,8 +32,8 @@ def test_print_order():
         table2,
         table3,
         table6,
-        decisions_table,
-        option_swap_table,
+        decisions_as_table,
+        option_swap_as_table,
         recalibration_table,
     ] == TABLES
 
@@ -60,7 +60,7 @@ def test_table3_and_table6(published):
 
 
 def test_decisions_table_shows_the_worked_example(published):
-    table = decisions_table(published)
+    table = decisions_as_table(published)
     assert [row[0] for row in table.rows] == [
         "raw Choice (Bayes)",
         "inverse-calibrated Choice (Bayes)",
@@ -72,7 +72,7 @@ def test_decisions_table_shows_the_worked_example(published):
 
 
 def test_option_swap_table(published, make_item):
-    assert option_swap_table(published).rows == [
+    assert option_swap_as_table(published).rows == [
         ["not measured", "no rendering carries a swapped Choice (e.g. reconstructed cassettes)"]
     ]
     items = [
@@ -80,7 +80,7 @@ def test_option_swap_table(published, make_item):
         for j in range(4)
         for r in range(2)
     ]
-    table = option_swap_table(analyze(items, bootstrap=0))
+    table = option_swap_as_table(analyze(items, bootstrap=0))
     assert cell(table, "first-position rate", "value") == "0.500"
     assert cell(table, "one class collapsed", "value") in {"yes", "no"}
 

@@ -12,9 +12,10 @@ import numpy as np
 
 from ..vocabulary import LABELS, PRIMITIVES
 from .compare import holm
-from .contamination_sides import (
+from .public_vs_fresh_sides import (
     FILLS_EVERY_CELL,
     MIN_FRESH_PER_CELL,
+    ContaminationError,
     Sides,
     build_sides,
     check_design,
@@ -55,21 +56,22 @@ def check_contamination(
     margin: float = 0.0,
     primitives: Iterable[str] = PRIMITIVES,
     ignore_repeats: bool = False,
+    bundled_sha256: str | None = None,
 ) -> dict[str, Any]:
     """Per primitive, mean OVL public − fresh (raw and reweighted to the public stratum mix) with bootstrap
     intervals and a verdict. JSON-able (no NaN).
 
     public, fresh: reports as `read_report` returns them. exclude: family / representation /
     family:representation names left out of both reports; None applies the default (the public file's leaking
-    renderings, when `public` is a report of the bundled sys1cal-v1), [] or ["none"] nothing. margin: a public
-    advantage must exceed it (at the lower end of the interval) to be called suspicious. Raises
-    ContaminationError when the reports cannot be compared, ValueError on a bad setting.
+    renderings, when `public` is a report of the bundled sys1cal-v1, whose sha256 is `bundled_sha256`), [] or
+    ["none"] nothing. margin: a public advantage must exceed it (at the lower end of the interval) to be called
+    suspicious. Raises ContaminationError when the reports cannot be compared or a setting is out of range.
     """
     keys = strata_keys(stratify)
     _check_settings(level, resamples)
     chosen = [p for p in PRIMITIVES if p in set(primitives)]
     caveats = check_design(public, fresh, ignore_repeats)
-    exclusions = resolve_exclusions(exclude, public, fresh)
+    exclusions = resolve_exclusions(exclude, public, fresh, bundled_sha256)
     sides = build_sides(public, fresh, exclusions, keys)
     verdict_key = "raw" if stratify == "none" else "reweighted"
     metrics = _compare(sides, chosen, _Rule(level, margin, verdict_key), seed, resamples)
@@ -97,9 +99,9 @@ def check_contamination(
 
 def _check_settings(level: float, resamples: int) -> None:
     if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
+        raise ContaminationError(f"level must lie in (0, 1), got {level}")
     if resamples < 100:
-        raise ValueError(f"use at least 100 resamples, got {resamples}")
+        raise ContaminationError(f"use at least 100 resamples, got {resamples}")
 
 
 def _bootstrap_in_words(keys: Sequence[str]) -> str:

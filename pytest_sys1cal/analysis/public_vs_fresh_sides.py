@@ -1,10 +1,10 @@
 """The two reports of a contamination check as comparable sides: what is refused and what needs a caveat,
 which renderings are left out, the strata (family × p* band …), and each side's per-latent OVL sums and
-bootstrap resampling groups. See docs/contamination.md."""
+bootstrap resampling groups. Opens no file: the command hands it the reports and the bundled public file's
+sha256. See docs/contamination.md."""
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset import DatasetError, resolve_path
-from ..generate.exact import band_of
+from ..bands import ALL_BANDS, band_of
+from ..errors import InputError
+from ..vocabulary import FAMILY_NAMES
 from .saved_report import dataset_sha, model_and_version, model_source, rendering_ovl
 from .stats import Clusters
 
@@ -22,8 +23,9 @@ STRATUM_KEYS = ("family", "band", "representation")
 # Fresh latent problems a family × p* band cell needs to enter the reweighted difference (and to be its own
 # resampling group): fewer cannot show the spread between problems.
 MIN_FRESH_PER_CELL = 5
-# A generated set of this many problems or more fills every family × p* band cell (6 families × 11 bands).
-FILLS_EVERY_CELL = 6 * 11 * MIN_FRESH_PER_CELL
+# A generated set of this many problems or more fills every family × p* band cell: the generator splits the
+# problems evenly over the families, and a family visits each of its bands (at most all of them) in turn.
+FILLS_EVERY_CELL = len(FAMILY_NAMES) * len(ALL_BANDS) * MIN_FRESH_PER_CELL
 # Renderings of the public Sys1Cal-v1 file whose state shows p* (prose) or the posterior trajectory
 # (sequential_bayes): left out of both sides by default when the public report is of that file.
 PUBLIC_LEAKS = ("prose", "sequential_bayes")
@@ -35,8 +37,9 @@ PUBLIC_LEAKS_NOTE = (
 )
 
 
-class ContaminationError(ValueError):
-    """The two reports cannot be compared for contamination (same dataset, other model, other design)."""
+class ContaminationError(InputError):
+    """The two reports cannot be compared for contamination (same dataset, other model, other design), or a
+    setting of the check is out of range."""
 
 
 # ---------------------------------------------------------------------------------------------- refusals
@@ -96,22 +99,18 @@ class Exclusions:
         return any(spec in (family, representation, f"{family}:{representation}") for spec in self.specs)
 
 
-def _bundled_public_sha() -> str | None:
-    try:
-        _, path = resolve_path(PUBLIC_DATASET)
-    except DatasetError:
-        return None
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def resolve_exclusions(
-    exclude: Iterable[str] | None, public: Mapping[str, Any], fresh: Mapping[str, Any]
+    exclude: Iterable[str] | None,
+    public: Mapping[str, Any],
+    fresh: Mapping[str, Any],
+    bundled_sha256: str | None = None,
 ) -> Exclusions:
     """The exclusions to apply: `exclude` checked against both reports, or, when None, the public file's
-    leaking renderings if `public` is a report of the bundled sys1cal-v1."""
+    leaking renderings if `public` is a report of the bundled sys1cal-v1 (whose sha256 is `bundled_sha256`;
+    None: not known, nothing is left out by default)."""
     if exclude is None:
         sha = dataset_sha(public)
-        if sha is not None and sha == _bundled_public_sha():
+        if sha is not None and sha == bundled_sha256:
             return Exclusions(list(PUBLIC_LEAKS), PUBLIC_LEAKS_NOTE)
         return Exclusions([], None)
     specs = [spec for spec in exclude if spec != "none"]
@@ -133,12 +132,13 @@ def resolve_exclusions(
 
 
 def strata_keys(stratify: str) -> tuple[str, ...]:
-    """The keys of --stratify: "family+band" gives ("family", "band"), "none" gives (); ValueError otherwise."""
+    """The keys of --stratify: "family+band" gives ("family", "band"), "none" gives (); ContaminationError
+    otherwise."""
     if stratify == "none":
         return ()
     keys = tuple(stratify.split("+"))
     if not keys or any(key not in STRATUM_KEYS for key in keys) or len(set(keys)) != len(keys):
-        raise ValueError(
+        raise ContaminationError(
             f"--stratify {stratify}: use 'none' or names from {', '.join(STRATUM_KEYS)} joined by '+', e.g. family+band"
         )
     return keys

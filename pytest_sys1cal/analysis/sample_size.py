@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..errors import InputError
 from ..vocabulary import LABELS, PRIMITIVES
 from .compare import COLUMNS, ComparisonError, pair_reports, per_repeat, per_repeat_ovl, within_variance
 from .saved_report import dataset_sha, model_source, rendering_ovl
@@ -26,7 +27,7 @@ SMALL = 30  # latent problems below which z is replaced by Student t (docs/power
 DESIGNS = ("paired", "unpaired")
 
 
-class PowerError(ValueError):
+class PowerError(InputError):
     """A power analysis that cannot be done (bad parameters, nothing measured); worded for the user."""
 
 
