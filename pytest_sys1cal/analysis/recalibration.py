@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .readout import CLIP, roc_auc
+from .readout import logit, roc_auc
 from .stats import with_reasons
 
 METHOD = "logit threshold maximising balanced accuracy, cross-fitted on two halves of the latent problems"
@@ -40,12 +40,6 @@ def split_by_latent(latent_ids: np.ndarray, positive: np.ndarray, seed: int) -> 
     first = np.zeros(share_true.size, dtype=bool)
     first[dealt[0::2]] = True
     return first[codes]
-
-
-def logit(p: np.ndarray) -> np.ndarray:
-    """log(p/(1−p)) with p clipped as the readout's margins are (docs/statistics.md §5.2)."""
-    clipped = np.clip(p, CLIP, 1 - CLIP)
-    return np.log(clipped) - np.log1p(-clipped)
 
 
 def fit_threshold(margin: np.ndarray, positive: np.ndarray) -> float:
