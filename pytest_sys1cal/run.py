@@ -296,6 +296,7 @@ class Sys1CalRun:
             expand_rows(self.results, self.dataset),
             seed=self.seed,
             bootstrap=resolve(self.config, "--sys1cal-bootstrap"),
+            recalibration_splits=resolve(self.config, "--sys1cal-recalibration-splits"),
             **options,
         )
         report = build_report(
