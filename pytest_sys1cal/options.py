@@ -114,6 +114,13 @@ OPTIONS = [
         type=non_negative_int,
         metavar="N",
     ),
+    Option(
+        "--sys1cal-recalibration-splits",
+        "seeded cross-fitted splits of the held-out readout check (seeds: the run's seed, seed + 1, …); the report gives the mean and SD of its balanced accuracy over them",
+        20,
+        type=positive_int,
+        metavar="N",
+    ),
     # Recording (ignored when replaying, record mode none).
     Option("--sys1cal-concurrency", "recording: requests in flight at once", 8, type=positive_int, metavar="N"),
     Option(
@@ -168,6 +175,7 @@ class Settings:
     baseline: Path | None
     seed: int
     bootstrap: int
+    recalibration_splits: int
     concurrency: int
     rate: int
     max_cost: float | None

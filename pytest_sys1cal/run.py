@@ -172,6 +172,7 @@ class Sys1CalRun:
             repeats_per_answer=self.folder.repeats_per_answer,
             seed=self.settings.seed,
             bootstrap=self.settings.bootstrap,
+            recalibration_splits=self.settings.recalibration_splits,
         )
 
     def _report_lines(self, report: Report) -> list[Line]:

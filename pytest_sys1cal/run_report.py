@@ -27,6 +27,7 @@ class RunFacts:
     repeats_per_answer: int
     seed: int
     bootstrap: int
+    recalibration_splits: int
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,13 @@ def build_report(
     from .analysis import analyze
 
     options = thresholds.analysis_options() if thresholds else {}
-    analysis = analyze(analysis_rows(rows, dataset), seed=facts.seed, bootstrap=facts.bootstrap, **options)
+    analysis = analyze(
+        analysis_rows(rows, dataset),
+        seed=facts.seed,
+        bootstrap=facts.bootstrap,
+        recalibration_splits=facts.recalibration_splits,
+        **options,
+    )
     data = report_document(
         model={
             "name": facts.model,

@@ -20,7 +20,7 @@ from .items import aggregate_items
 from .latent import LatentData
 from .primitives import per_primitive, primitive_probabilities, primitive_table
 from .readout import readout
-from .recalibration import recalibrated_readouts
+from .recalibration import SPLITS, recalibrated_readouts
 from .sensitivity import spread
 from .swap import option_swap_table
 from .uncertainty import uncertainty_table
@@ -33,10 +33,12 @@ def analyze(
     error_cost: float = 100.0,
     defer_cost: float = 45.0,
     bootstrap: int = 1000,
+    recalibration_splits: int = SPLITS,
 ) -> dict[str, Any]:
     """Everything the summary, the JSON report and the gates need, from per-rendering results.
 
-    bootstrap: latent-problem resamples for the uncertainty intervals (0 skips them)."""
+    bootstrap: latent-problem resamples for the uncertainty intervals (0 skips them). recalibration_splits:
+    cross-fitted splits of the held-out readout (seeds seed … seed + splits − 1; statistics.md §5.3)."""
     table = aggregate_items(items)
     probs = primitive_probabilities(table)
     latent = LatentData.of(table.mu_score, table.p_choice, table.p_star, table.latent_ids)
@@ -51,7 +53,9 @@ def analyze(
         "decisions": decisions_table(latent, error_cost=error_cost, defer_cost=defer_cost),
         "option_swap": option_swap_table(table),
         "readout": per_primitive(readout_probs, readout, table.p_star),
-        "readout_recalibrated": recalibrated_readouts(readout_probs, table.p_star, table.latent_ids, seed=seed),
+        "readout_recalibrated": recalibrated_readouts(
+            readout_probs, table.p_star, table.latent_ids, seed=seed, splits=recalibration_splits
+        ),
         "calibration": per_primitive(probs, calibration, table.p_star),
         "items": table.rows(),
     }

@@ -36,8 +36,7 @@ def readout(p: np.ndarray, p_star: np.ndarray) -> dict[str, Any]:
     if not (n_true and n_false):
         missing = "True" if not n_true else "False"
         return with_reasons(out, [f"not enough data: no item whose gold answer is {missing}"])
-    clipped = np.clip(p, CLIP, 1 - CLIP)
-    margin = np.log(clipped) - np.log1p(-clipped)
+    margin = logit(p)
     m_pos, m_neg = float(margin[positive].mean()), float(margin[~positive].mean())
     offset, sep = (m_pos + m_neg) / 2, (m_pos - m_neg) / 2
     out.update(
@@ -48,6 +47,13 @@ def readout(p: np.ndarray, p_star: np.ndarray) -> dict[str, Any]:
         collapsed=bool(abs(offset) > abs(sep)),  # m₊·m₋ > 0: both class means on one side of 0
     )
     return out
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    """The logit margin log(p/(1−p)) of P(True), clipped at CLIP: the one definition, used by the readout,
+    its held-out recalibration and the HTML report's margin figure."""
+    clipped = np.clip(p, CLIP, 1 - CLIP)
+    return np.log(clipped) - np.log1p(-clipped)
 
 
 def roc_auc(scores: np.ndarray, positive: np.ndarray) -> float:

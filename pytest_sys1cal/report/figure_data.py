@@ -11,7 +11,6 @@ import numpy as np
 
 from ..analysis.calibration import BINS, equal_width_bins
 from ..analysis.latent import uncertain_mass
-from ..analysis.readout import CLIP
 
 # Report item column of each primitive's answer (Score: its expectation μ_S).
 ANSWER = {"noul": "p_noul", "choice": "p_choice", "score": "mu_score"}
@@ -106,12 +105,6 @@ def latent_ranges(p_star: np.ndarray, answer: np.ndarray, latent: np.ndarray) ->
     star[codes] = stars  # renderings of one latent problem share p* exactly
     multi = sizes >= 2
     return Ranges(p_star=star[multi], low=low[multi], high=high[multi])
-
-
-def logit(p: np.ndarray) -> np.ndarray:
-    """logit P(True), clipped as analysis/readout.py clips it."""
-    clipped = np.clip(p, CLIP, 1 - CLIP)
-    return np.log(clipped) - np.log1p(-clipped)
 
 
 def latent_curve(uncertainty: Mapping[str, Any], points: int = 401) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

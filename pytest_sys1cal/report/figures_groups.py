@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..analysis.readout import logit
 from ..vocabulary import LABELS
 from .breakdown_tables import family_deltas
-from .figure_data import logit
 from .figures import (
     AXIS_LABEL,
     COLORS,

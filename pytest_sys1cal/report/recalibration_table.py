@@ -1,5 +1,5 @@
 """The readout raw and with its threshold fitted on held-out latent problems (docs/statistics.md §5.3), as a
-`Table` for every renderer."""
+`Table` for every renderer: the run's own split (seed 0 by default) beside the mean ± SD over all splits."""
 
 from __future__ import annotations
 
@@ -9,16 +9,30 @@ from typing import Any
 from .table import Table, fmt
 
 TITLE = "Readout: raw vs threshold fitted on one half of the latent problems, scored on the held-out half"
-COLUMNS = [
-    "primitive",
-    "n",
-    "raw bal. acc.",
-    "recal. bal. acc.",
-    "recal. recall T, F",
-    "AUC",
-    "fitted logit t (1st, 2nd half)",
-    "offset (nats)",
-]
+
+
+def columns(seed: int | None, splits: int | None) -> list[str]:
+    """The header; the two held-out balanced accuracies name their split(s), which the run's options set."""
+    return [
+        "primitive",
+        "n",
+        "raw bal. acc.",
+        "recal. bal. acc." if seed is None else f"recal. bal. acc., seed {seed}",
+        "over splits: mean ± SD" if splits is None else f"over {splits} split{'s' if splits > 1 else ''}: mean ± SD",
+        "recal. recall T, F",
+        "AUC",
+        "fitted logit t (1st, 2nd half)",
+        "offset (nats)",
+    ]
+
+
+def mean_sd(held_out: Mapping[str, Any] | None, key: str = "balanced_accuracy") -> str:
+    """'0.933 ± 0.007'; the mean alone after a single split (no SD); '—' when nothing was scored or the
+    report predates repeated splits."""
+    spread = (held_out or {}).get(key)
+    if not spread:
+        return "—"
+    return fmt(spread["mean"]) if spread["sd"] is None else f"{fmt(spread['mean'])} ± {fmt(spread['sd'])}"
 
 
 def _row(name: str, block: Mapping[str, Any], raw_readout: Mapping[str, Any] | None) -> list[str]:
@@ -30,11 +44,37 @@ def _row(name: str, block: Mapping[str, Any], raw_readout: Mapping[str, Any] | N
         str(block["n"]),
         fmt(raw.get("balanced_accuracy")),
         fmt(recal.get("balanced_accuracy")),
+        mean_sd(block.get("held_out")),
         recalls,
         fmt(block.get("auc")),
         "—" if thresholds is None else f"{thresholds[0]:.2f}, {thresholds[1]:.2f}",
         fmt((raw_readout or {}).get("offset"), 2),
     ]
+
+
+def _splits_note(blocks: Mapping[str, Any]) -> list[str]:
+    """What the mean ± SD column averages, and any split that could not be scored."""
+    held = [(name, block["held_out"], block["splits"]) for name, block in blocks.items() if block.get("held_out")]
+    if not held:
+        return []
+    (first, last), splits = held[0][1]["seeds"], held[0][2]
+    if splits == 1:
+        notes = [
+            f"Over 1 split: the split above (seed {first}) alone, so no SD; --sys1cal-recalibration-splits sets more."
+        ]
+    else:
+        notes = [
+            f"Over {splits} splits: the same cross-fitted fit on splits of the latent problems seeded {first} … "
+            f"{last} (the first is the split above), their mean ± SD (n − 1). One split is a noisy estimate: read "
+            "the mean; the SD is how much one split's value varies."
+        ]
+    notes += [
+        f"{name.capitalize()}: {h['scored']} of {n} splits scored (the others left a half without a gold class "
+        "to fit on)."
+        for name, h, n in held
+        if h["scored"] < n
+    ]
+    return notes
 
 
 def recalibration_table(result: Mapping[str, Any]) -> Table | None:
@@ -45,6 +85,7 @@ def recalibration_table(result: Mapping[str, Any]) -> Table | None:
     readouts: Mapping[str, Any] = result.get("readout") or {}
     rows = [_row(name, block, readouts.get(name)) for name, block in blocks.items()]
     block = next(iter(blocks.values()), None)
+    header = columns(None if block is None else block["seed"], None if block is None else block.get("splits"))
     split = "" if block is None else f"split {block['latent_problems'][0]} / {block['latent_problems'][1]} "
     seed = "" if block is None else f"seed {block['seed']}, "
     notes = [
@@ -52,7 +93,8 @@ def recalibration_table(result: Mapping[str, Any]) -> Table | None:
         "maximising its balanced accuracy) scores the other half only: no rendering is scored by a threshold "
         "fitted on its own latent problem. Raw: P(True) ≥ 0.5 (logit 0) on the same renderings. AUC fits "
         "nothing: it is the readout's. Choice: P(True) averaged over both option orders; Score: μ_S.",
+        *_splits_note(blocks),
         "Recalibrated ≫ raw: the ranking is there and only the threshold is off; both ≈ 0.5: nothing to recover.",
     ]
     notes += [f"Not computed ({name}): {block['reason']}." for name, block in blocks.items() if block.get("reason")]
-    return Table(title=TITLE, columns=COLUMNS, rows=rows, notes=notes)
+    return Table(title=TITLE, columns=header, rows=rows, notes=notes)

@@ -14,6 +14,7 @@ from pytest_sys1cal.analysis.recalibration import (
     recalibrate,
     recalibrated_readouts,
     split_by_latent,
+    split_seeds,
 )
 from pytest_sys1cal.report.paper_tables import build_tables
 from pytest_sys1cal.report.recalibration_table import TITLE, recalibration_table
@@ -186,6 +187,125 @@ def test_the_table_shows_raw_and_recalibrated_side_by_side(published):
     choice = next(row for row in table.rows if row[0] == "Choice")
     block = published["readout_recalibrated"]["choice"]
     assert choice[table.columns.index("raw bal. acc.")] == f"{block['raw']['balanced_accuracy']:.3f}"
-    assert choice[table.columns.index("recal. bal. acc.")] == f"{block['recalibrated']['balanced_accuracy']:.3f}"
+    seed_0 = table.columns.index("recal. bal. acc., seed 0")
+    assert choice[seed_0] == f"{block['recalibrated']['balanced_accuracy']:.3f}"
+    # The mean ± SD over the splits sits right beside the seed-0 value.
+    assert table.columns[seed_0 + 1] == "over 20 splits: mean ± SD"
+    spread = block["held_out"]["balanced_accuracy"]
+    assert choice[seed_0 + 1] == f"{spread['mean']:.3f} ± {spread['sd']:.3f}"
     assert "seed 0" in table.notes[0] and "46 / 46" in table.notes[0]
+    assert "seeded 0 … 19" in table.notes[1]
     assert recalibration_table({"readout": {}}) is None  # a report from before the block existed
+
+
+def test_a_report_from_before_repeated_splits_still_renders(published):
+    """Saved reports written before `splits` and `held_out` existed redraw with a dash in the new column."""
+    old = {
+        **published,
+        "readout_recalibrated": {
+            name: {k: v for k, v in block.items() if k not in ("splits", "held_out")}
+            for name, block in published["readout_recalibrated"].items()
+        },
+    }
+    table = recalibration_table(old)
+    assert table.columns[4] == "over splits: mean ± SD"
+    assert {row[4] for row in table.rows} == {"—"}
+    assert not any(note.startswith("Over ") for note in table.notes)
+
+
+# ================================================================================ repeated splits
+
+
+def test_split_zero_is_the_runs_own_split_whatever_the_number_of_splits(published_items):
+    """Continuity: every key a single-split run reported keeps its value when more splits are drawn."""
+    one = analyze(published_items, seed=7, bootstrap=0, recalibration_splits=1)["readout_recalibrated"]
+    many = analyze(published_items, seed=7, bootstrap=0, recalibration_splits=20)["readout_recalibrated"]
+    for name in one:
+        kept = {k: v for k, v in many[name].items() if k not in ("splits", "held_out")}
+        assert kept == {k: v for k, v in one[name].items() if k not in ("splits", "held_out")}
+        assert (one[name]["splits"], many[name]["splits"]) == (1, 20)
+        assert many[name]["held_out"]["seeds"] == [7, 26]
+
+
+def test_held_out_is_the_mean_and_sd_of_single_split_runs_seeded_seed_plus_k():
+    """The oracle: recalibrate() on split_by_latent(seed + k) for each k, summarised with numpy by hand."""
+    ids, p_star = crafted(latents=50, renderings=3, seed=2)
+    p = np.clip(p_star + np.random.default_rng(9).normal(0, 0.3, p_star.size), 0.01, 0.99)
+    seed, splits = 11, 12
+    assert split_seeds(seed, splits) == list(range(11, 23))
+    singles = [
+        recalibrate(p, p_star, ids, split_by_latent(ids, p_star >= 0.5, s), seed=s)["recalibrated"]
+        for s in range(seed, seed + splits)
+    ]
+    out = recalibrated_readouts({"noul": p}, p_star, ids, seed=seed, splits=splits)["noul"]
+    held = out["held_out"]
+    assert (out["splits"], held["scored"], held["seeds"]) == (splits, splits, [11, 22])
+    for key in ("balanced_accuracy", "recall_true", "recall_false"):
+        values = np.array([single[key] for single in singles])
+        assert held[key]["mean"] == pytest.approx(values.mean(), rel=1e-12)
+        assert held[key]["sd"] == pytest.approx(values.std(ddof=1), rel=1e-12)
+        assert (held[key]["min"], held[key]["max"]) == (values.min(), values.max())
+    # The splits do differ (else the SD would say nothing), and split 0 is the block's own.
+    assert held["balanced_accuracy"]["sd"] > 0
+    assert out["recalibrated"] == singles[0]
+
+
+def test_one_split_has_no_sd_and_its_mean_is_the_split(published_items):
+    block = analyze(published_items, bootstrap=0, recalibration_splits=1)["readout_recalibrated"]["choice"]
+    spread = block["held_out"]["balanced_accuracy"]
+    assert spread["sd"] is None
+    assert spread["mean"] == spread["min"] == spread["max"] == block["recalibrated"]["balanced_accuracy"]
+    table = recalibration_table({"readout_recalibrated": {"choice": block}, "readout": {}})
+    assert table.columns[4] == "over 1 split: mean ± SD"
+    assert table.rows[0][4] == f"{spread['mean']:.3f}"
+    assert any(note.startswith("Over 1 split: the split above (seed 0) alone, so no SD") for note in table.notes)
+
+
+def test_splits_that_leave_a_half_without_a_gold_class_are_left_out_and_counted():
+    """Noul asked on two gold-True problems only (among many): a split that deals both to one half cannot
+    fit that half, so it is not scored; the count says how many were, and the table says so. Here the run's
+    own split (seed 0) is one of them: its keys are null with the reason, the other splits still count."""
+    ids, p_star = crafted(latents=40, renderings=2, seed=4)
+    true_latents = sorted(set(ids[p_star >= 0.5]))[:2]
+    asked = (p_star < 0.5) | np.isin(ids, true_latents)
+    p = np.where(asked, np.clip(p_star, 0.05, 0.95), np.nan)
+    seed, splits = 0, 30
+    firsts = [split_by_latent(ids, p_star >= 0.5, s) for s in split_seeds(seed, splits)]
+    # Scoreable: the two asked gold-True problems on different sides (each side then has both classes).
+    scoreable = [len({bool(f) for f in first[np.isin(ids, true_latents)]}) == 2 for first in firsts]
+    assert not scoreable[0] and 0 < sum(scoreable) < splits, "the crafted data must leave some splits unscoreable"
+    out = recalibrated_readouts({"noul": p}, p_star, ids, seed=seed, splits=splits)["noul"]
+    assert out["recalibrated"] is None and "the first half has no gold-True item" in out["reason"]
+    assert out["held_out"]["scored"] == sum(scoreable)
+    singles = [
+        recalibrate(p[asked], p_star[asked], ids[asked], first[asked], seed=0)["recalibrated"]["balanced_accuracy"]
+        for first, ok in zip(firsts, scoreable, strict=True)
+        if ok
+    ]
+    assert out["held_out"]["balanced_accuracy"]["mean"] == pytest.approx(np.mean(singles), rel=1e-12)
+    table = recalibration_table({"readout_recalibrated": {"noul": out}, "readout": {}})
+    assert f"Noul: {sum(scoreable)} of {splits} splits scored" in " ".join(table.notes)
+    assert table.rows[0][3] == "—" and table.rows[0][4] != "—"
+
+
+def test_zero_splits_is_refused():
+    ids, p_star = crafted(latents=10)
+    with pytest.raises(ValueError, match="splits must be at least 1, not 0"):
+        recalibrated_readouts({"noul": p_star}, p_star, ids, seed=0, splits=0)
+
+
+def test_no_summary_without_both_gold_classes():
+    out = recalibrated_readouts({"noul": np.full(4, 0.6)}, np.full(4, 0.9), np.arange(4).astype(str), seed=0)
+    assert out["noul"]["held_out"] is None and out["noul"]["splits"] == 20
+    empty = analyze([], bootstrap=0)["readout_recalibrated"]
+    assert all(block["held_out"] is None for block in empty.values())
+
+
+def test_repeated_splits_are_seeded_and_ignore_the_order_of_the_items(published_items):
+    first = analyze(published_items, seed=2, bootstrap=0, recalibration_splits=5)["readout_recalibrated"]
+    again = analyze(list(reversed(published_items)), seed=2, bootstrap=0, recalibration_splits=5)
+    assert json.dumps(first) == json.dumps(again["readout_recalibrated"])
+    # Seeds 3 … 7 share four splits with seeds 2 … 6, so the summaries differ only through the splits.
+    shifted = analyze(published_items, seed=3, bootstrap=0, recalibration_splits=5)["readout_recalibrated"]
+    assert shifted["choice"]["held_out"]["seeds"] == [3, 7]
+    assert shifted["choice"]["held_out"] != first["choice"]["held_out"]
