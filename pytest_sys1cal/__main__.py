@@ -15,6 +15,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "contamination": ("pytest_sys1cal.commands.contamination", "compare mean OVL on public vs fresh items"),
     "power": ("pytest_sys1cal.commands.power", "how many problems and repeats detect a given drop in mean OVL"),
     "html": ("pytest_sys1cal.commands.html", "the HTML report (tables and figures) of a saved JSON report"),
+    "thresholds": (
+        "pytest_sys1cal.commands.thresholds",
+        "a thresholds.yaml section from a saved JSON report (measured value ∓ 2 bootstrap SEs)",
+    ),
+    "init": (
+        "pytest_sys1cal.commands.init",
+        "set a project up: starter thresholds.yaml, GitHub Actions workflow, .gitattributes",
+    ),
 }
 
 

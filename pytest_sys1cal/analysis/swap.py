@@ -41,11 +41,9 @@ def option_swap_table(table: ItemTable) -> dict[str, Any] | None:
         return with_reasons(out, reasons + ["not enough data: no rendering was asked both option orders"])
     c, s = plain[both], swapped[both]
     shift = c - s
-    # Order [False, True] shows False first: it wins when P(True) < 0.5. Order [True, False]: when > 0.5.
-    first_wins = (np.sign(0.5 - c) + 1) / 2 + (np.sign(s - 0.5) + 1) / 2
     out.update(
         mean_shift=float(shift.mean()),
-        first_position_rate=float(first_wins.mean() / 2),
+        first_position_rate=float(first_position_share(c, s).mean()),
         swap_consistency=float(np.mean((c >= 0.5) == (s >= 0.5))),
     )
     try:
@@ -54,3 +52,10 @@ def option_swap_table(table: ItemTable) -> dict[str, Any] | None:
         return with_reasons(out, reasons + [str(exc)])
     out.update(statistic=test.statistic, p_value=floor_p(test.p_value))
     return with_reasons(out, reasons)
+
+
+def first_position_share(plain: np.ndarray, swapped: np.ndarray) -> np.ndarray:
+    """Per rendering asked both orders: the share of the two orders in which the option shown first gets the
+    larger probability (ties ½), in {0, ¼, ½, ¾, 1}. Order [False, True] shows False first: it wins when
+    P(True) < 0.5; order [True, False] shows True first: it wins when P(True) > 0.5."""
+    return ((np.sign(0.5 - plain) + 1) / 2 + (np.sign(swapped - 0.5) + 1) / 2) / 2

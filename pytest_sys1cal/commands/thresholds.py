@@ -1,0 +1,261 @@
+"""`python -m pytest_sys1cal thresholds REPORT.json`: a thresholds.yaml section computed from a saved JSON
+report by the shipped file's rule (analysis/threshold_rule.py), printed ready to append with `>>`.
+
+Appending is checked against the thresholds file it is meant for (`--file`, default thresholds.yaml here
+when it exists; read, never written): a model that already has a section gets one version's block to go
+under it (`--version`), never a second section (a duplicate key stops every run). When the block cannot be
+appended as it is (the model's section is not the last in the file, the version already has a block, or
+the file with the block appended would not give exactly the printed gates), nothing is printed on stdout,
+so `>>` appends nothing, and one line on stderr says why and what to do; exit status 4, like every usage
+error. The rule, the λ gate and the shapes printed: docs/setup.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .. import __version__
+from ..analysis.threshold_rule import DEFAULT_RESAMPLES, MIN_RESAMPLES, RuleResult, threshold_rule
+from ..errors import InputError
+from ..gates.config import parse_thresholds
+from ..gates.schema import SECTIONS, ThresholdsError
+from ..report.json_report import ReportError, read_report
+from ..report.thresholds_section import SETTINGS, Shape, render_section, rule_header
+
+FROM_REPORT = object()  # `--version` given without a name: the report's version
+
+
+class SectionError(InputError):
+    """The section cannot be printed as asked; the message names the file and the fix."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("report", metavar="REPORT.json", help="a JSON report of a full run (--sys1cal-report)")
+    parser.add_argument("--model", help="the model key of the section (default: the report's model)")
+    parser.add_argument(
+        "--version",
+        nargs="?",
+        const=FROM_REPORT,
+        metavar="V",
+        help="print one version's block, to go under the model's section (V default: the report's version)",
+    )
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=DEFAULT_RESAMPLES,
+        help=f"latent-problem bootstrap resamples for the SEs (default {DEFAULT_RESAMPLES}, at least {MIN_RESAMPLES})",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    parser.add_argument(
+        "--file",
+        type=Path,
+        default=Path("thresholds.yaml"),
+        help="the thresholds file the section is for: read (never written) to check that appending works "
+        "(default thresholds.yaml, when it exists)",
+    )
+    parser.add_argument(
+        "--paste", action="store_true", help="read no thresholds file: print the section for a file that has none"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        if args.resamples < MIN_RESAMPLES:
+            raise SectionError(
+                f"--resamples {args.resamples}: too few for a standard error; give {MIN_RESAMPLES} or more"
+            )
+        if args.seed < 0:
+            raise SectionError(f"--seed {args.seed}: give a whole number ≥ 0")
+        report = read_report(args.report)
+        _check_full_run(report, str(args.report))
+        model = args.model or _report_model(report, "name", str(args.report))
+        version = _report_model(report, "version", str(args.report)) if args.version is FROM_REPORT else args.version
+        try:
+            result = threshold_rule(report["items"], resamples=args.resamples, seed=args.seed)
+        except ValueError as exc:
+            raise SectionError(f"{args.report}: {exc}") from None
+        target = None if args.paste else _Target.read(args.file, model)
+        shape = _shape(target, model, version, args.file)
+        text = render_section(result, shape, _header(report, str(args.report), shape, result), _costs(report))
+        _verify(target, text, model, version, result)
+    except (ReportError, ThresholdsError, SectionError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+    sys.stdout.write(text)
+    print(_note(target, model, version, result), file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------- the report
+
+
+def _check_full_run(report: Mapping[str, Any], where: str) -> None:
+    """Threshold gates describe the whole dataset: a report of part of it would give limits for another set."""
+    counts, dataset = report.get("counts") or {}, report.get("dataset") or {}
+    total, measured = dataset.get("renderings"), counts.get("measured", len(report["items"]))
+    if counts.get("failed") or (isinstance(total, int) and measured < total):
+        raise SectionError(
+            f"{where}: measured {measured} of the dataset's {total} renderings (a -k selection, a stop or failed "
+            "renderings); threshold gates describe the whole dataset, so save the report of a full run "
+            "(pytest --sys1cal --sys1cal-report=report.json) and run this on it"
+        )
+
+
+def _report_model(report: Mapping[str, Any], key: str, where: str) -> str:
+    value = (report.get("model") or {}).get(key)
+    if not isinstance(value, str) or not value:
+        flag = "--model" if key == "name" else "--version"
+        raise SectionError(f"{where}: the report names no model {key}; give one with {flag}")
+    return value
+
+
+def _costs(report: Mapping[str, Any]) -> dict[str, float]:
+    decisions = report.get("decisions") or {}
+    return {"error_cost": decisions.get("error_cost", 100), "deferral_cost": decisions.get("defer_cost", 45)}
+
+
+def _header(report: Mapping[str, Any], where: str, shape: Shape, result: RuleResult) -> list[str]:
+    model, dataset = report.get("model") or {}, report.get("dataset") or {}
+    scope = (
+        f"{shape.model} {shape.version}: gates for that version, laid over {shape.model}'s section"
+        if shape.version is not None
+        else f"{shape.model}: gates for every version of {shape.model} without a block of its own"
+    )
+    return [
+        f"{scope}; from {where}:",
+        f"{model.get('name')} {model.get('version')} ({model.get('source', 'recorded')} cassettes), dataset "
+        f"{dataset.get('name')} sha256 {str(dataset.get('sha256'))[:12]}…, {result.renderings} renderings, "
+        f"{result.latent_problems} latent problems. Printed by `python -m pytest_sys1cal thresholds` "
+        f"(pytest-sys1cal {__version__}).",
+        rule_header(result),
+    ]
+
+
+# ---------------------------------------------------------------------------------- the thresholds file
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What the thresholds file says about the model: where its section is, what follows it, what it sets."""
+
+    path: Path
+    text: str | None  # None: no such file
+    line: int = 0  # the model's key, 0 when it has no section
+    after: tuple[str, int] | None = None  # the model section that follows it, with its line
+    indent: int = 2  # the column of the keys inside the model's section
+    versions: Mapping[str, int] | None = None  # the model's version keys and their lines
+    inherited: frozenset[str] = frozenset()
+    settings: tuple[str, ...] = ()  # which of decisions and regression the model's section sets
+
+    @classmethod
+    def read(cls, path: Path, model: str) -> _Target:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return cls(path, None)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SectionError(f"{path}: cannot read it ({exc}); name another file with --file, or --paste") from None
+        try:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError:
+            root = False  # the reader below names the line
+        if root is None:
+            return cls(path, text)  # empty or only comments (e.g. just created by `>>`): nothing to clash with
+        try:
+            base = parse_thresholds(text, str(path), model, None)
+        except ThresholdsError as exc:
+            raise SectionError(f"{exc} (fix {path} first: this command only reads it)") from None
+        assert isinstance(root, yaml.MappingNode)  # parse_thresholds refuses any other top level
+        keys = [(key.value, key.start_mark.line + 1, value) for key, value in root.value]
+        mine = next((i for i, (name, _line, _value) in enumerate(keys) if name == model), None)
+        if mine is None:
+            return cls(path, text)
+        _name, line, node = keys[mine]
+        children = node.value if isinstance(node, yaml.MappingNode) else []
+        inherited = {gate.name for gate in base.gates}
+        return cls(
+            path,
+            text,
+            line=line,
+            after=(keys[mine + 1][0], keys[mine + 1][1]) if mine + 1 < len(keys) else None,
+            indent=children[0][0].start_mark.column if children else 2,
+            versions={k.value: k.start_mark.line + 1 for k, _v in children if k.value not in SECTIONS},
+            inherited=frozenset(
+                inherited | ({"uncertainty"} if any(g.startswith("uncertainty.") for g in inherited) else set())
+            ),
+            settings=tuple(k.value for k, _v in children if k.value in SETTINGS),
+        )
+
+
+def _shape(target: _Target | None, model: str, version: str | None, path: Path) -> Shape:
+    """The block to print: the model's section, or one version's block (nested under a new model key, or
+    under the model's existing section). Raises SectionError when appending it would break the file."""
+    if target is None or not target.line:
+        return Shape(model, version, nested=True)
+    where = f"{path}:{target.line}"
+    if version is None:
+        raise SectionError(
+            f"{where}: {model} already has a section; a second one appended with >> would be a duplicate key, which "
+            f"stops every run. Print one version's block to go under it instead (add --version, or --version NAME), "
+            f"or delete {model}'s section first to replace it"
+        )
+    if version in (target.versions or {}):
+        raise SectionError(
+            f"{path}:{target.versions[version]}: {model} already has a block for {version}; edit it by hand, or "
+            "delete it and run this again"
+        )
+    if target.after is not None:
+        other, line = target.after
+        raise SectionError(
+            f"{where}: {model}'s section is followed by {other}'s (line {line}), so a block appended with >> would "
+            f"land under {other}; move {model}'s section to the end of {path} and run this again, or print the "
+            f"block with --paste and put it under {model}: by hand"
+        )
+    return Shape(
+        model,
+        version,
+        indent=target.indent,
+        step=target.indent,
+        inherited=target.inherited,
+        settings=tuple(name for name in SETTINGS if name not in target.settings),
+    )
+
+
+def _verify(target: _Target | None, text: str, model: str, version: str | None, result: RuleResult) -> None:
+    """The file with the block appended (or the block alone, when there is no file), read by the plugin's own
+    reader, must give exactly the printed gates."""
+    combined = (target.text or "") + text if target is not None else text
+    where = str(target.path) if target is not None else "the printed section"
+    try:
+        resolved = parse_thresholds(combined, where, model, version)
+    except ThresholdsError as exc:
+        raise SectionError(
+            f"appended, this block would break the file: {exc}; print it with --paste and place it by hand"
+        ) from None
+    expected = {f"{lim.primitive}.{lim.key}": lim.limit for lim in result.limits if lim.limit is not None}
+    if result.uncertainty.flag:
+        expected[f"uncertainty.{result.uncertainty.flag}"] = result.uncertainty.alpha
+    got = {gate.name: gate.limit for gate in resolved.gates}
+    if got != expected:
+        differ = sorted(set(got.items()) ^ set(expected.items()))
+        raise SectionError(
+            f"{where}: appended there, this block would not give {model} {version or ''} the printed gates "
+            f"(differing: {', '.join(name for name, _ in differ)}); print it with --paste and place it by hand"
+        )
+
+
+def _note(target: _Target | None, model: str, version: str | None, result: RuleResult) -> str:
+    gates = sum(lim.limit is not None for lim in result.limits) + (result.uncertainty.flag is not None)
+    what = f"{gates} gates for {model}{' ' + version if version else ''}"
+    if target is None:
+        return f"{what} (no thresholds file read: --paste)"
+    if target.text is None:
+        return f"{what}; {target.path} does not exist: this section can start it (>> {target.path})"
+    return f"{what}; checked against {target.path}: appended there (>> {target.path}) it gives exactly these gates"

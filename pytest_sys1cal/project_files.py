@@ -1,0 +1,270 @@
+"""The files `python -m pytest_sys1cal init` writes into a project, as text: a starter thresholds.yaml, a GitHub
+Actions workflow that replays on every push and pull request and records only when asked, and .gitattributes
+lines for the cassettes; and the ini snippet and next steps it prints. What each file is for: docs/setup.md."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .shipped import model_section, preamble, shipped_thresholds
+
+REFERENCE_MODEL = "jev"
+REFERENCE_VERSION = "jev-1.13.0"  # the bundled reference cassettes, reconstructed from the paper's outputs
+WORKFLOW = ".github/workflows/sys1cal.yml"
+# Reports each CI run writes, uploaded as artifacts (the job summary links the HTML one).
+JUNIT, REPORT, HTML, BASELINE = (
+    "sys1cal-junit.xml",
+    "sys1cal-report.json",
+    "sys1cal-report.html",
+    "sys1cal-baseline.json",
+)
+
+
+@dataclass(frozen=True)
+class Project:
+    """What the files depend on: the model and version the project gates, how its adapter is reached."""
+
+    model: str
+    version: str
+    plugin_version: str
+    key_env: str | None = None  # the environment variable the adapter reads the API key from
+    key_required: bool = False  # recording without the key is refused (jev)
+    base_url_env: str | None = None  # set in CI when the adapter's default server is on the local machine
+    local_server: bool = False
+
+    @property
+    def is_reference(self) -> bool:
+        return self.model == REFERENCE_MODEL
+
+
+def files(project: Project) -> dict[str, str]:
+    """Path (relative to the project) → text, in the order they are written and listed."""
+    return {"thresholds.yaml": thresholds_file(project), WORKFLOW: workflow(project), ".gitattributes": GITATTRIBUTES}
+
+
+def thresholds_file(project: Project) -> str:
+    """The shipped section of the bundled reference (the model's own when the model is jev), under a header
+    saying how to add the project's own gates with the `thresholds` command."""
+    shipped = shipped_thresholds()
+    head = [
+        "thresholds.yaml of this project, read by pytest-sys1cal (written by `python -m pytest_sys1cal init`).",
+        "A mistake in it stops every run with the file, line and fix; the schema: docs/thresholds.md of pytest-sys1cal.",
+        "",
+    ]
+    if project.is_reference:
+        head += [
+            "The jev section below is the one pytest-sys1cal ships, tuned on the bundled reference cassettes",
+            "(jev-1.13.0, reconstructed from the Sys1Cal-v1 paper's per-item outputs); its gates apply to every jev",
+            "version without a block of its own. When you record a new version, add that version's block, computed",
+            "from the report of a full run by the same rule (docs/setup.md):",
+            f"  pytest --sys1cal --sys1cal-model-version=NEW --sys1cal-report={REPORT}",
+            f"  python -m pytest_sys1cal thresholds {REPORT} --version >> thresholds.yaml",
+        ]
+    else:
+        head += [
+            f"{project.model} has no gates yet: until it has a section, a run of it says `this run gates nothing`.",
+            f"Record {project.model}, then append the section computed from the report of a full run (docs/setup.md):",
+            f"  pytest --sys1cal --sys1cal-report={REPORT}",
+            f"  python -m pytest_sys1cal thresholds {REPORT} >> thresholds.yaml",
+            "",
+            "Below, the section shipped for the bundled Jev reference (`pytest --sys1cal --sys1cal-model=jev` replays",
+            "it with no key and no network). It also keeps this file from being empty, which the plugin refuses.",
+        ]
+    header = "".join(f"# {line}\n" if line else "#\n" for line in head)
+    return f"{header}#\n{preamble(shipped)}{model_section(shipped, REFERENCE_MODEL)}"
+
+
+def workflow(project: Project) -> str:
+    """The GitHub Actions workflow, with the project's model, version and secrets filled in."""
+    record_env = [f"      {project.key_env}: ${{{{ secrets.{project.key_env} }}}}"] if project.key_env else []
+    if project.local_server and project.base_url_env:
+        record_env += [
+            f"      # {project.model}'s default server is on the local machine: set the repository variable",
+            f"      # {project.base_url_env} to the origin of the server to record from.",
+            f"      {project.base_url_env}: ${{{{ vars.{project.base_url_env} }}}}",
+        ]
+    baseline = REFERENCE_VERSION if project.is_reference else ""
+    return (
+        WORKFLOW_TEMPLATE.replace("@MODEL@", json.dumps(project.model))
+        .replace("@VERSION@", json.dumps(project.version))
+        .replace("@BASELINE@", json.dumps(baseline))
+        .replace("@PLUGIN@", project.plugin_version)
+        .replace("@RECORD_ENV@\n", "".join(line + "\n" for line in record_env))
+        .replace("@EXAMPLE@", "jev-1.14.0" if project.is_reference else f"{project.model}-2")
+    )
+
+
+def ini_snippet(project: Project) -> str:
+    return (
+        "[tool.pytest.ini_options]\n"
+        f"sys1cal_model = {json.dumps(project.model)}\n"
+        f"sys1cal_model_version = {json.dumps(project.version)}\n"
+    )
+
+
+def next_steps(project: Project) -> list[str]:
+    """What to do after init, in order, each step a command or a place to click."""
+    needs = [f"{project.key_env} set"] if project.key_env and project.key_required else []
+    needs += [f"{project.base_url_env} set to your server's origin"] if project.local_server else []
+    key = f" (with {' and '.join(needs)})" if needs else ""
+    secret = (
+        f"to record in CI, add the repository secret {project.key_env}{'' if project.key_required else ' if the server needs a key'} "
+        "(Settings → Secrets and variables → Actions)"
+        + (f" and the variable {project.base_url_env}, your server's origin" if project.local_server else "")
+    )
+    dispatch = (
+        "Actions → sys1cal → Run workflow (version, dollar cap) records a version; unzip its cassettes artifact "
+        f"into cassettes/{project.model}/<version>/ and commit it"
+    )
+    if project.is_reference:
+        return [
+            "pytest --sys1cal    replays the bundled reference offline and gates it (no key, no network)",
+            f"commit thresholds.yaml, {WORKFLOW} and .gitattributes: CI replays on every push and pull request",
+            secret,
+            f"{dispatch}, then set MODEL_VERSION in {WORKFLOW} to gate it",
+            f"gates for that version, from its {REPORT} (in the record job's sys1cal-reports artifact): "
+            f"python -m pytest_sys1cal thresholds {REPORT} --version >> thresholds.yaml",
+        ]
+    return [
+        f"record {project.version}{key}: pytest --sys1cal --sys1cal-record-mode=once --sys1cal-max-cost=5 "
+        f"--sys1cal-report={REPORT}, then commit cassettes/{project.model}/{project.version}/ (or record in CI: 4.)",
+        f"commit thresholds.yaml, {WORKFLOW} and .gitattributes: CI replays {project.version} on every push and "
+        "pull request (and fails, saying so, until its cassettes are committed)",
+        f"gates for it: python -m pytest_sys1cal thresholds {REPORT} >> thresholds.yaml",
+        secret,
+        dispatch,
+    ]
+
+
+GITATTRIBUTES = """\
+# pytest-sys1cal: cassettes are model traffic written by the plugin. GitHub collapses them in pull requests and
+# leaves them out of the language statistics, and `git diff` does not print them; the manifests stay readable.
+cassettes/** linguist-generated=true -diff
+cassettes/**/manifest.json linguist-generated=false diff
+"""
+
+WORKFLOW_TEMPLATE = (
+    """\
+# pytest-sys1cal (written by `python -m pytest_sys1cal init`): replay the committed cassettes offline on every
+# push and pull request and gate them against thresholds.yaml; record a new model version only when asked
+# (Actions → sys1cal → Run workflow), with the API key from the repository's secrets and a dollar cap.
+# Every run appends its gates and tables to the job summary and uploads its reports as artifacts.
+# What each part is for: docs/setup.md of pytest-sys1cal.
+name: sys1cal
+
+on:
+  push:
+  pull_request:
+  workflow_dispatch:
+    inputs:
+      version:
+        description: "Model version to record into a new cassette folder (e.g. @EXAMPLE@)"
+        required: true
+        type: string
+      max_cost:
+        description: "Dollar cap: the recording refuses to start, or stops, before spending more"
+        required: true
+        default: "5"
+        type: string
+
+permissions:
+  contents: read
+
+defaults:
+  run:
+    shell: bash
+
+env:
+  MODEL: @MODEL@
+  # The version the replay gates: change it once a new recording's cassettes are committed.
+  MODEL_VERSION: @VERSION@
+  # The version new recordings (and MODEL_VERSION, when it differs) are compared with by the upgrade gate
+  # (--sys1cal-baseline); its cassettes must be committed too (or be the bundled reference). Empty: none.
+  BASELINE_VERSION: @BASELINE@
+
+jobs:
+  replay:
+    if: github.event_name != 'workflow_dispatch'
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      # Pinned: another plugin version may compute the tables differently; upgrade on purpose.
+      - name: Install pytest-sys1cal
+        run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
+      - name: Replay the baseline version
+        if: env.BASELINE_VERSION != '' && env.BASELINE_VERSION != env.MODEL_VERSION
+        run: |
+          pytest --sys1cal --sys1cal-model="$MODEL" --sys1cal-model-version="$BASELINE_VERSION" --sys1cal-report=@BASELINE_REPORT@
+          echo "BASELINE_OPTION=--sys1cal-baseline=@BASELINE_REPORT@" >> "$GITHUB_ENV"
+      - name: Replay and gate
+        run: |
+          pytest --sys1cal --sys1cal-model="$MODEL" --sys1cal-model-version="$MODEL_VERSION" $BASELINE_OPTION --junitxml=@JUNIT@ --sys1cal-report=@REPORT@ --sys1cal-html=@HTML@
+      - name: Upload the reports
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: sys1cal-reports
+          path: |
+            @JUNIT@
+            @REPORT@
+            @HTML@
+            @BASELINE_REPORT@
+          if-no-files-found: ignore
+
+  record:
+    if: github.event_name == 'workflow_dispatch'
+    runs-on: ubuntu-latest
+    # One recording of a version at a time: a second one would pay for the same requests.
+    concurrency:
+      group: sys1cal-record-${{ inputs.version }}
+    env:
+      VERSION: ${{ inputs.version }}
+      MAX_COST: ${{ inputs.max_cost }}
+@RECORD_ENV@
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      - name: Install pytest-sys1cal
+        run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
+      - name: Replay the baseline version
+        if: env.BASELINE_VERSION != ''
+        run: |
+          pytest --sys1cal --sys1cal-model="$MODEL" --sys1cal-model-version="$BASELINE_VERSION" --sys1cal-report=@BASELINE_REPORT@
+          echo "BASELINE_OPTION=--sys1cal-baseline=@BASELINE_REPORT@" >> "$GITHUB_ENV"
+      # Records what has no cassette yet (an interrupted recording resumes where it stopped), then analyses
+      # and gates the new version like a replay.
+      - name: Record, then gate
+        run: |
+          pytest --sys1cal --sys1cal-model="$MODEL" --sys1cal-model-version="$VERSION" --sys1cal-record-mode=once --sys1cal-max-cost="$MAX_COST" $BASELINE_OPTION --junitxml=@JUNIT@ --sys1cal-report=@REPORT@ --sys1cal-html=@HTML@
+      # The cassettes are uploaded, not committed: review them, unzip them into cassettes/<model>/<version>/
+      # and commit them yourself (this job needs no write access). Uploaded even when a gate failed: they
+      # were paid for. Artifacts expire (90 days by default).
+      - name: Upload the cassettes
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: sys1cal-cassettes-${{ inputs.version }}
+          path: cassettes/${{ env.MODEL }}/${{ inputs.version }}/
+          if-no-files-found: warn
+      - name: Upload the reports
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: sys1cal-reports
+          path: |
+            @JUNIT@
+            @REPORT@
+            @HTML@
+            @BASELINE_REPORT@
+          if-no-files-found: ignore
+""".replace("@JUNIT@", JUNIT)
+    .replace("@REPORT@", REPORT)
+    .replace("@HTML@", HTML)
+    .replace("@BASELINE_REPORT@", BASELINE)
+)

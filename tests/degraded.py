@@ -1,0 +1,74 @@
+"""A clearly worse model, for tests that need one: a copy of a /v1/systemone cassette folder (the bundled
+`cassettes/jev/jev-1.13.0`, or any recording of that wire) in which every answer is mixed with the uniform
+distribution, filed under another version so that it replays beside the original.
+
+    folder = degrade(REPO / "cassettes" / "jev" / "jev-1.13.0", tmp_path / "cassettes", "jev-1.14.0")
+    pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={tmp_path / 'cassettes'}", "--sys1cal-model-version=jev-1.14.0")
+
+With weight w every probability moves w of the way to uniform: Noul p → (1 − w)·p + w/2 (so (p + 0.5)/2 at
+w = 0.5), each Choice option (both orders, when asked) → (1 − w)·q + w/2, each Score level → (1 − w)·q + w/10.
+Mean OVL falls on every primitive, by w·mean|p* − 0.5| for Noul. The copy is a valid cassette folder: request
+bodies name the new version (replay matches them byte for byte), the answers' own `choice`/`score` fields
+agree with the mixed probabilities, and the manifest says what was done.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.json"
+
+
+def degrade(source_folder: Path, target_root: Path, version: str, weight: float = 0.5) -> Path:
+    """Write the degraded copy of `source_folder` (…/<model>/<version>) to target_root/<model>/<version> and
+    return that folder. The target must not exist yet."""
+    if not 0 < weight <= 1:
+        raise ValueError(f"weight must be in (0, 1], got {weight}")
+    manifest = json.loads((source_folder / MANIFEST).read_text(encoding="utf-8"))
+    old = manifest["version"]
+    target = target_root / manifest["model"] / version
+    target.mkdir(parents=True)  # exist_ok=False: never mix a degraded copy into an existing folder
+    for path in sorted(source_folder.glob("*/*.json")):
+        cassette = json.loads(path.read_text(encoding="utf-8"))
+        for interaction in cassette["interactions"]:
+            _degrade_interaction(interaction, old, version, weight)
+        (target / path.parent.name).mkdir(exist_ok=True)
+        (target / path.parent.name / path.name).write_text(json.dumps(cassette, indent=1) + "\n", encoding="utf-8")
+    note = (
+        f"Test copy of {old}: every answer mixed with the uniform distribution (weight {weight:g}), tests/degraded.py."
+    )
+    manifest.update(version=version, server_model=version, note=note)
+    (target / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return target
+
+
+def _degrade_interaction(interaction: dict[str, Any], old: str, new: str, weight: float) -> None:
+    request, response = interaction["request"], interaction["response"]
+    prefix = f'{{"model":{json.dumps(old)},'
+    if not request["body"].startswith(prefix):
+        raise ValueError(f"not a /v1/systemone request for {old}: {request['body'][:60]}")
+    # Splice rather than re-encode: the rest of the body stays byte-identical to what the adapter sends.
+    request["body"] = f'{{"model":{json.dumps(new)},' + request["body"][len(prefix) :]
+    body = json.loads(response["body"]["string"])
+    body["model"] = new
+    for qid, answer in body["answers"].items():
+        _degrade_answer(qid, answer, weight)
+    response["body"]["string"] = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def _degrade_answer(qid: str, answer: dict[str, Any], weight: float) -> None:
+    def mix(q: dict[str, float]) -> dict[str, float]:
+        return {key: (1 - weight) * value + weight / len(q) for key, value in q.items()}
+
+    if qid == "noul":
+        answer["noul"] = (1 - weight) * answer["noul"] + weight / 2
+        if isinstance(answer.get("probabilities"), dict):  # typed-gguf's {"yes": p, "no": 1 − p}
+            answer["probabilities"] = mix(answer["probabilities"])
+    elif qid == "score":
+        answer["probabilities"] = mix(answer["probabilities"])
+        answer["score"] = sum(int(level) * q for level, q in answer["probabilities"].items())
+    else:  # choice, choice_swapped
+        answer["probabilities"] = mix(answer["probabilities"])
+        answer["choice"] = max(answer["probabilities"], key=answer["probabilities"].get)

@@ -1,0 +1,370 @@
+"""`python -m pytest_sys1cal init`: the files it writes (never over an existing one), the workflow's structure,
+and every pytest command in the workflow parsed by the plugin's own options and run as printed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jevcompat.mock as jevcompat
+import pytest
+import yaml
+
+from pytest_sys1cal import __version__
+from pytest_sys1cal.gates.config import parse_thresholds
+from pytest_sys1cal.project_files import WORKFLOW
+
+from .degraded import degrade
+
+REPO = Path(__file__).resolve().parent.parent
+JEV = REPO / "cassettes" / "jev" / "jev-1.13.0"
+FILES = ("thresholds.yaml", WORKFLOW, ".gitattributes")
+
+
+def init(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_sys1cal", "init", *args], cwd=root, capture_output=True, text=True, timeout=120
+    )
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+# ============================================================================================ the files
+
+
+def test_init_writes_the_three_files_and_prints_the_ini_snippet(tmp_path: Path) -> None:
+    done = init(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(snapshot(tmp_path)) == sorted(FILES)
+    assert done.stdout.startswith(f"Wrote {', '.join(FILES)}.")
+    snippet = re.search(r"\[tool\.pytest\.ini_options\]\n(?:    .*\n)+", done.stdout.replace("\n    [tool", "\n[tool"))
+    assert (
+        snippet
+        and 'sys1cal_model = "jev"' in snippet.group(0)
+        and 'sys1cal_model_version = "jev-1.13.0"' in done.stdout
+    )
+
+
+def test_init_twice_changes_nothing_and_names_the_files(tmp_path: Path) -> None:
+    assert init(tmp_path).returncode == 0
+    before = snapshot(tmp_path)
+    again = init(tmp_path)
+    assert again.returncode == 4 and again.stdout == ""
+    assert again.stderr.strip() == (
+        f"error: {', '.join(FILES)} already exist; init never overwrites and wrote nothing: move or delete them and "
+        "run init again, or merge docs/setup.md's content by hand"
+    )
+    assert snapshot(tmp_path) == before
+
+
+def test_one_existing_file_stops_all_of_them(tmp_path: Path) -> None:
+    (tmp_path / ".gitattributes").write_text("*.png binary\n")
+    done = init(tmp_path, "--dir", ".")
+    assert done.returncode == 4
+    assert done.stderr.startswith("error: .gitattributes already exists; init never overwrites and wrote nothing")
+    assert sorted(snapshot(tmp_path)) == [".gitattributes"] and not (tmp_path / ".github").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--model", "gpt"], "error: --model gpt: init sets up the built-in adapters (jev, systemone, semif)"),
+        (["--model", "systemone"], "error: --model systemone needs --version NAME"),
+        (["--version", "../x"], "error: --version '../x': use letters, digits and . _ + - only"),
+        (["--dir", "nowhere"], "error: --dir nowhere: no such directory"),
+    ],
+)
+def test_bad_options_write_nothing(tmp_path: Path, args: list[str], expected: str) -> None:
+    done = init(tmp_path, *args)
+    assert done.returncode == 4 and done.stderr.startswith(expected), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())
+
+
+def test_the_jev_thresholds_are_the_shipped_ones(tmp_path: Path) -> None:
+    init(tmp_path)
+    written = (tmp_path / "thresholds.yaml").read_text(encoding="utf-8")
+    shipped = (REPO / "thresholds.yaml").read_text(encoding="utf-8")
+    assert list(yaml.safe_load(written)) == ["jev"]
+    for version in (None, "jev-1.13.0", "jev-1.14.0"):
+        mine, theirs = (parse_thresholds(text, "t", "jev", version) for text in (written, shipped))
+        assert [(g.name, g.limit) for g in mine.gates] == [(g.name, g.limit) for g in theirs.gates]
+        assert (mine.regression, mine.decisions) == (theirs.regression, theirs.decisions)
+    assert "python -m pytest_sys1cal thresholds sys1cal-report.json --version >> thresholds.yaml" in written
+
+
+def test_another_model_gets_no_gates_until_thresholds_appends_them(tmp_path: Path) -> None:
+    done = init(tmp_path, "--model", "systemone", "--version", "typed-gguf-smollm2-135m")
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "thresholds.yaml").read_text(encoding="utf-8")
+    assert "# systemone has no gates yet" in text
+    assert parse_thresholds(text, "t", "systemone", "typed-gguf-smollm2-135m").notice.startswith("no section for model")
+    # The command the file names appends the model's section, which then applies.
+    line = (
+        f"{sys.executable} -m pytest_sys1cal thresholds {REPO}/tests/golden/typed-gguf-report.json >> thresholds.yaml"
+    )
+    appended = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True)
+    assert appended.returncode == 0, appended.stderr
+    gates = parse_thresholds((tmp_path / "thresholds.yaml").read_text(), "t", "systemone", "typed-gguf-smollm2-135m")
+    assert len(gates.gates) >= 18 and gates.notice is None
+
+
+def test_gitattributes_mark_cassettes_generated_but_not_manifests(tmp_path: Path) -> None:
+    init(tmp_path)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    cassette, manifest = "cassettes/jev/v1/bayes/x.json", "cassettes/jev/v1/manifest.json"
+    attrs = subprocess.run(
+        ["git", "check-attr", "linguist-generated", "diff", "--", cassette, manifest, "thresholds.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert attrs == [
+        f"{cassette}: linguist-generated: true",
+        f"{cassette}: diff: unset",
+        f"{manifest}: linguist-generated: false",
+        f"{manifest}: diff: set",
+        "thresholds.yaml: linguist-generated: unspecified",
+        "thresholds.yaml: diff: unspecified",
+    ]
+
+
+def test_the_ini_snippet_is_read_by_pytest(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    printed = init(tmp_path, "--model", "semif", "--version", "my-gguf").stdout
+    snippet = "\n".join(line[4:] for line in printed.splitlines() if line.startswith("    "))
+    assert snippet.startswith("[tool.pytest.ini_options]\n")
+    (pytester.path / "pyproject.toml").write_text(snippet + "\n", encoding="utf-8")
+    config = pytester.parseconfig()
+    assert (config.getini("sys1cal_model"), config.getini("sys1cal_model_version")) == ("semif", "my-gguf")
+
+
+# ========================================================================================= the workflow
+
+
+def workflow(root: Path) -> dict[str, Any]:
+    return yaml.safe_load((root / WORKFLOW).read_text(encoding="utf-8"))
+
+
+def test_the_workflow_replays_on_push_and_records_only_by_hand(tmp_path: Path) -> None:
+    init(tmp_path)
+    flow = workflow(tmp_path)
+    triggers = flow[True]  # YAML 1.1 reads the key `on` as true
+    assert set(triggers) == {"push", "pull_request", "workflow_dispatch"}
+    assert set(triggers["workflow_dispatch"]["inputs"]) == {"version", "max_cost"}
+    assert flow["permissions"] == {"contents": "read"}
+    assert flow["env"] == {"MODEL": "jev", "MODEL_VERSION": "jev-1.13.0", "BASELINE_VERSION": "jev-1.13.0"}
+    replay, record = flow["jobs"]["replay"], flow["jobs"]["record"]
+    assert replay["if"] == "github.event_name != 'workflow_dispatch'"
+    assert record["if"] == "github.event_name == 'workflow_dispatch'"
+    assert "TYPESAFE_API_KEY" not in json.dumps(replay)
+    assert record["env"]["TYPESAFE_API_KEY"] == "${{ secrets.TYPESAFE_API_KEY }}"
+    for job, artifacts in ((replay, ["sys1cal-reports"]), (record, ["sys1cal-cassettes-", "sys1cal-reports"])):
+        uploads = [s for s in job["steps"] if s.get("uses") == "actions/upload-artifact@v4"]
+        assert [s["with"]["name"].split("$")[0] for s in uploads] == artifacts
+        assert all(s["if"] == "always()" for s in uploads)
+    installs = [s["run"] for s in replay["steps"] + record["steps"] if "pip install" in s.get("run", "")]
+    assert [shlex.split(run)[-1] for run in installs] == [f"pytest-sys1cal[html]=={__version__}"] * 2
+    record_run = " ".join(s.get("run", "") for s in record["steps"])
+    assert "--sys1cal-record-mode=once" in record_run and '--sys1cal-max-cost="$MAX_COST"' in record_run
+    assert "--sys1cal-record-mode" not in " ".join(s.get("run", "") for s in replay["steps"])
+
+
+def test_other_models_read_their_own_key_and_server(tmp_path: Path) -> None:
+    init(tmp_path, "--model", "systemone", "--version", "my-server-1")
+    flow = workflow(tmp_path)
+    assert flow["env"] == {"MODEL": "systemone", "MODEL_VERSION": "my-server-1", "BASELINE_VERSION": ""}
+    assert flow["jobs"]["record"]["env"] == {
+        "VERSION": "${{ inputs.version }}",
+        "MAX_COST": "${{ inputs.max_cost }}",
+        "SYS1CAL_API_KEY": "${{ secrets.SYS1CAL_API_KEY }}",
+        "SYS1CAL_BASE_URL": "${{ vars.SYS1CAL_BASE_URL }}",
+    }
+
+
+# ------------------------------------------------------------- every pytest command, parsed and run as printed
+
+CONTEXTS = {"inputs": {"version": "jev-1.14.0", "max_cost": "5"}, "secrets": {}, "vars": {}}
+
+
+def job_env(flow: dict[str, Any], job: str, contexts: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The environment GitHub gives a job's steps: the workflow's env, then the job's, with ${{ x.y }} filled."""
+
+    def fill(value: Any) -> str:
+        return re.sub(r"\$\{\{\s*(\w+)\.(\w+)\s*\}\}", lambda m: contexts[m[1]].get(m[2], ""), str(value))
+
+    return {key: fill(value) for key, value in {**flow["env"], **flow["jobs"][job].get("env", {})}.items()}
+
+
+def pytest_argvs(script: str, env: dict[str, str], github_env: Path) -> list[list[str]]:
+    """Run a step's script in bash as GitHub would (bash -eo pipefail), with `pytest` standing in for a function
+    that records its arguments exactly as the shell passed them; lines writing to $GITHUB_ENV run for real."""
+    calls = github_env.parent / "calls"
+    calls.unlink(missing_ok=True)
+    stub = 'pytest() { printf "%s\\0" "$@" >> "$SYS1CAL_CALLS"; printf "\\n" >> "$SYS1CAL_CALLS"; }\n'
+    full_env = {"PATH": os.environ["PATH"], **env, "GITHUB_ENV": str(github_env), "SYS1CAL_CALLS": str(calls)}
+    subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", stub + script], env=full_env, check=True)
+    if not calls.exists():
+        return []
+    return [[arg for arg in line.split("\0") if arg] for line in calls.read_text().split("\0\n") if line]
+
+
+def github_env_values(github_env: Path) -> dict[str, str]:
+    if not github_env.exists():
+        return {}
+    return dict(line.split("=", 1) for line in github_env.read_text().splitlines() if line)
+
+
+def step_commands(flow: dict[str, Any], job: str, env: dict[str, str], tmp: Path) -> list[tuple[str, list[str]]]:
+    """(step name, argv) of every pytest call of a job, every step run (conditions aside), in order."""
+    github_env, out = tmp / f"github_env_{job}", []
+    github_env.unlink(missing_ok=True)
+    for step in flow["jobs"][job]["steps"]:
+        if "pytest " in step.get("run", "") and "pip install" not in step["run"]:
+            out += [
+                (step["name"], argv)
+                for argv in pytest_argvs(step["run"], {**env, **github_env_values(github_env)}, github_env)
+            ]
+    return out
+
+
+def check_workflow_commands(pytester: pytest.Pytester, flow: dict[str, Any], tmp: Path) -> int:
+    """Parse every pytest command of the workflow with pytest's parser and the plugin's options; return how many."""
+    count = 0
+    for job in flow["jobs"]:
+        for _name, argv in step_commands(flow, job, job_env(flow, job, CONTEXTS), tmp):
+            assert argv[0] == "--sys1cal"
+            config = pytester.parseconfig(*argv)  # raises pytest.UsageError on an unknown flag or a bad value
+            assert config.getoption("sys1cal_model") == "jev"
+            count += 1
+    return count
+
+
+def test_every_pytest_command_in_the_workflow_is_one_the_plugin_accepts(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    init(tmp_path)
+    flow = workflow(tmp_path)
+    assert check_workflow_commands(pytester, flow, tmp_path) == 4  # replay: baseline, main; record: the same
+    replay = step_commands(flow, "replay", job_env(flow, "replay", CONTEXTS), tmp_path)
+    main = pytester.parseconfig(*replay[-1][1])
+    assert main.getoption("xmlpath") == "sys1cal-junit.xml"
+    assert (main.getoption("sys1cal_report"), main.getoption("sys1cal_html")) == (
+        "sys1cal-report.json",
+        "sys1cal-report.html",
+    )
+    assert main.getoption("sys1cal_baseline") == "sys1cal-baseline.json"  # set by the step before, via $GITHUB_ENV
+    record = step_commands(flow, "record", job_env(flow, "record", CONTEXTS), tmp_path)[-1][1]
+    recorded = pytester.parseconfig(*record)
+    assert (recorded.getoption("sys1cal_record_mode"), recorded.getoption("sys1cal_max_cost")) == ("once", 5.0)
+    assert recorded.getoption("sys1cal_model_version") == "jev-1.14.0"
+
+
+@pytest.mark.parametrize(
+    ("typo", "fixed"),
+    [("--sys1cal-reprot=", "--sys1cal-report="), ("--sys1cal-record-mode=onse", "--sys1cal-record-mode=once")],
+)
+def test_a_typo_in_a_workflow_command_is_caught(
+    pytester: pytest.Pytester, tmp_path: Path, typo: str, fixed: str
+) -> None:
+    init(tmp_path)
+    text = (tmp_path / WORKFLOW).read_text(encoding="utf-8")
+    assert fixed in text
+    broken = yaml.safe_load(text.replace(fixed, typo, 1))
+    with pytest.raises(pytest.UsageError, match=re.escape(typo.split("=")[0])):
+        check_workflow_commands(pytester, broken, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def matplotlib_loaded() -> None:
+    """The workflow writes the HTML report. pytester's in-process runs drop the modules first imported inside
+    them (and matplotlib cannot be imported twice): load the figure stack once, before the nested runs."""
+    pytest.importorskip("matplotlib", reason="the workflow's HTML report needs the html extra")
+    import pytest_sys1cal.report.figures_groups  # noqa: F401
+
+
+def run_steps(
+    pytester: pytest.Pytester, flow: dict[str, Any], job: str, env: dict[str, str], *extra: str
+) -> dict[str, Any]:
+    """Run a job's pytest commands for real, as printed (plus `extra`), in the job's environment; the result of
+    each step."""
+    results = {}
+    for name, argv in step_commands(flow, job, env, pytester.path):
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in env.items():
+                patch.setenv(key, value)
+            results[name] = pytester.runpytest(*argv, "-p", "no:cacheprovider", *extra)
+    return results
+
+
+@pytest.mark.usefixtures("matplotlib_loaded")
+def test_the_replay_job_runs_as_printed(pytester: pytest.Pytester) -> None:
+    assert init(pytester.path).returncode == 0
+    shutil.copytree(JEV, pytester.path / "cassettes" / "jev" / "jev-1.13.0")
+    flow = workflow(pytester.path)
+    env = job_env(flow, "replay", CONTEXTS)
+    # MODEL_VERSION equals BASELINE_VERSION: the step replaying the baseline is skipped (its `if`).
+    steps = [s for s in flow["jobs"]["replay"]["steps"] if "pytest " in s.get("run", "") and "pip" not in s["run"]]
+    assert steps[0]["if"] == "env.BASELINE_VERSION != '' && env.BASELINE_VERSION != env.MODEL_VERSION"
+    flow["jobs"]["replay"]["steps"].remove(steps[0])
+    result = run_steps(pytester, flow, "replay", env)["Replay and gate"]
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    for name in ("sys1cal-junit.xml", "sys1cal-report.json", "sys1cal-report.html"):
+        assert (pytester.path / name).is_file(), name
+    assert all(
+        g["verdict"] == "passed" for g in json.loads((pytester.path / "sys1cal-report.json").read_text())["gates"]
+    )
+
+
+@pytest.mark.usefixtures("matplotlib_loaded")
+def test_the_replay_job_runs_the_upgrade_gate_when_the_version_moved(pytester: pytest.Pytester) -> None:
+    assert init(pytester.path).returncode == 0
+    shutil.copytree(JEV, pytester.path / "cassettes" / "jev" / "jev-1.13.0")
+    degrade(JEV, pytester.path / "cassettes", "jev-1.14.0")
+    flow = workflow(pytester.path)
+    flow["env"]["MODEL_VERSION"] = "jev-1.14.0"  # what a user edits once the new recording is committed
+    results = run_steps(pytester, flow, "replay", job_env(flow, "replay", CONTEXTS))
+    assert results["Replay the baseline version"].ret == pytest.ExitCode.OK
+    moved = results["Replay and gate"]
+    assert moved.ret == pytest.ExitCode.TESTS_FAILED
+    gates = {g["name"]: g["verdict"] for g in json.loads((pytester.path / "sys1cal-report.json").read_text())["gates"]}
+    assert gates["regression.noul.mean_ovl"] == "FAILED" and gates["noul.min_mean_ovl"] == "FAILED"
+
+
+@pytest.mark.usefixtures("matplotlib_loaded")
+def test_the_record_job_runs_as_printed_against_a_jev_wire_server(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert init(pytester.path).returncode == 0
+    shutil.copytree(JEV, pytester.path / "cassettes" / "jev" / "jev-1.13.0")
+    pytester.makeini("[pytest]\nsys1cal_rate = 0\n")  # the commands are untouched; the mock needs no rate limit
+    monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | {"jev-1.14.0"})
+    flow = workflow(pytester.path)
+    with jevcompat.Running(jevcompat.MockConfig()) as mock:
+        contexts = {**CONTEXTS, "secrets": {"TYPESAFE_API_KEY": "sk-test"}}
+        env = {**job_env(flow, "record", contexts), "TYPESAFE_BASE_URL": mock.url}
+        # One family (35 renderings, 350 requests) rather than 3,650 requests: the commands are the same.
+        results = run_steps(pytester, flow, "record", env, "-k", "bayes and not sequential")
+    assert results["Replay the baseline version"].ret == pytest.ExitCode.OK
+    recorded = results["Record, then gate"]
+    recorded.stdout.fnmatch_lines(["*recording 35 of 35 renderings*", "Upgrade comparison against the baseline*"])
+    # The mock's answers are not probabilities of anything: the upgrade gate fails, the cassettes are there to upload.
+    assert recorded.ret == pytest.ExitCode.TESTS_FAILED, recorded.stdout.str()[-2000:]
+    assert "regression.noul.mean_ovl" in recorded.stdout.str()
+    folder = pytester.path / "cassettes" / "jev" / "jev-1.14.0"
+    assert len(list(folder.glob("*/*.json"))) == 35 and (folder / "manifest.json").is_file()
+    for name in ("sys1cal-junit.xml", "sys1cal-report.json", "sys1cal-report.html", "sys1cal-baseline.json"):
+        assert (pytester.path / name).is_file(), name
+    upload = next(s for s in flow["jobs"]["record"]["steps"] if s.get("name") == "Upload the cassettes")
+    assert upload["with"]["path"].replace("${{ env.MODEL }}", "jev").replace("${{ inputs.version }}", "jev-1.14.0") == (
+        "cassettes/jev/jev-1.14.0/"
+    )
+    assert "sk-test" not in "".join(p.read_text() for p in folder.rglob("*.json"))
