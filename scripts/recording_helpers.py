@@ -169,14 +169,14 @@ def replay_command(model: str, version: str, cassettes: Path, report: Path, extr
 
 
 def add_note(cassettes: Path, model: str, version: str, text: str) -> Path:
-    from pytest_sys1cal.cassettes import CassetteStore
+    from pytest_sys1cal.cassette_folder import CassetteFolder
+    from pytest_sys1cal.redact import Redactor
 
-    store = CassetteStore(cassettes, model, version, "none")
-    manifest = store.read_manifest()
-    if manifest is None:
-        raise RuntimeError(f"no manifest in {store.folder}: the recording did not start")
-    store.write_manifest({**manifest, "note": text})
-    return store.folder / "manifest.json"
+    folder = CassetteFolder(cassettes, model, version, "none", Redactor())
+    if folder.manifest is None:
+        raise RuntimeError(f"no manifest in {folder.path}: the recording did not start")
+    folder.write_manifest({**folder.manifest, "note": text})
+    return folder.path / "manifest.json"
 
 
 def compare_reports(recorded: Path, replayed: Path) -> list[str]:

@@ -1,6 +1,6 @@
 """The paper's analysis, computed from what a run measured. Pure numpy; knows nothing of pytest.
 
-Input: one mapping per rendering, as measure.result_row builds it (``samples``: per repeat ``noul``,
+Input: one mapping per rendering, as results.analysis_rows builds it (``samples``: per repeat ``noul``,
 ``choice``, ``choice_swapped`` (P(True)) and ``score`` (10 levels), each absent when not asked; ``error``
 for a rendering that failed, which is counted and never silently dropped). Output: the report's blocks
 (docs/report.md), JSON-able, ``None`` plus a ``reason`` where a statistic cannot be computed. Same input

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..gates.kinds import Bound, kinds_in
 from ..vocabulary import PRIMITIVES
 from .calibration import BINS, equal_width_bins
 from .items import ItemTable, aggregate_items
@@ -46,16 +47,12 @@ SES = 2.0  # how many standard errors a limit sits from the measured value
 LAMBDA_ALPHA = 0.01  # the level of the λ gate the rule writes (the shipped file's)
 DEFAULT_RESAMPLES = 500
 MIN_RESAMPLES = 20
-# (gate key, bound, highest valid limit) in thresholds.yaml's order; the swap gates exist for Choice only.
-PRIMITIVE_GATES = (
-    ("min_mean_ovl", "min", 1.0),
-    ("min_median_ovl", "min", 1.0),
-    ("max_mean_pairwise_tv", "max", 1.0),
-    ("max_mean_max_tv", "max", 1.0),
-    ("max_ece", "max", 1.0),
-    ("max_brier", "max", 1.0),
+# (gate key, bound, highest valid limit) in thresholds.yaml's order, from the gate kinds themselves; the swap
+# gates exist for Choice only.
+PRIMITIVE_GATES = tuple((k.key, k.bound, k.high) for k in kinds_in("noul") if isinstance(k, Bound))
+CHOICE_GATES = tuple(
+    (k.key, k.bound, k.high) for k in kinds_in("choice") if isinstance(k, Bound) and k.sections == ("choice",)
 )
-CHOICE_GATES = (("max_swap_shift", "max", 1.0), ("max_first_position_bias", "max", 0.5))
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from ..analysis.threshold_rule import DEFAULT_RESAMPLES, MIN_RESAMPLES, RuleResu
 from ..errors import InputError
 from ..gates.config import parse_thresholds
 from ..gates.schema import SECTIONS, ThresholdsError
-from ..report.json_report import ReportError, read_report
 from ..report.thresholds_section import SETTINGS, Shape, render_section, rule_header
+from ..report_file import ReportError, read_report
 
 FROM_REPORT = object()  # `--version` given without a name: the report's version
 

@@ -13,11 +13,12 @@ from typing import Any
 import yaml
 
 from ..vocabulary import PRIMITIVES
-from .kinds import KINDS, Gate, LambdaTest, kinds_in
+from .kinds import KINDS, Gate, kinds_in
 from .schema import (
     DEFAULT_ALPHA,
     DEFAULT_DROP,
     DEFAULT_RESAMPLES,
+    LAMBDA_FLAGS,
     REGRESSION_MARGIN_KEYS,
     SECTIONS,
     RegressionConfig,
@@ -25,9 +26,6 @@ from .schema import (
     ThresholdsError,
     allowed_keys,
 )
-
-# The λ gates exclude each other: a version that sets one clears the other, and both true is a mistake.
-LAMBDA_FLAGS = tuple(key for key, kind in KINDS.items() if isinstance(kind, LambdaTest))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..vocabulary import PRIMITIVES
-from .kinds import DEFAULT_ALPHA, KINDS, Gate, kinds_in
+from .kinds import DEFAULT_ALPHA, KINDS, Gate, LambdaTest, kinds_in
 
 SECTIONS = (*PRIMITIVES, "uncertainty", "decisions", "regression")
 DEFAULT_DROP = 0.02
@@ -27,6 +27,8 @@ REGRESSION_KEYS = ("alpha", *REGRESSION_MARGIN_KEYS, "primitives", "resamples", 
 PARAMETERS = {"uncertainty": UNCERTAINTY_PARAMETERS, "decisions": DECISION_KEYS, "regression": REGRESSION_KEYS}
 # Every gate key, in the order gates are listed (within a section): the table's order.
 GATE_KEYS = tuple(KINDS)
+# The λ gates exclude each other: a version that sets one clears the other, and both true is a mistake.
+LAMBDA_FLAGS = tuple(key for key, kind in KINDS.items() if isinstance(kind, LambdaTest))
 
 
 def allowed_keys(section: str) -> tuple[str, ...]:

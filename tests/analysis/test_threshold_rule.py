@@ -17,9 +17,16 @@ import yaml
 from pytest_sys1cal.analysis import analyze
 from pytest_sys1cal.analysis.items import aggregate_items
 from pytest_sys1cal.analysis.stats import Clusters
-from pytest_sys1cal.analysis.threshold_rule import _weighted_median, outward_limit, threshold_rule
+from pytest_sys1cal.analysis.threshold_rule import (
+    CHOICE_GATES,
+    PRIMITIVE_GATES,
+    _weighted_median,
+    outward_limit,
+    threshold_rule,
+)
 from pytest_sys1cal.gates.evaluate import evaluate
-from pytest_sys1cal.gates.schema import CHOICE_GATES, PRIMITIVE_GATES, Gate, RegressionConfig, Thresholds
+from pytest_sys1cal.gates.kinds import KINDS, Gate
+from pytest_sys1cal.gates.schema import RegressionConfig, Thresholds
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden"
@@ -31,9 +38,9 @@ def golden(name: str) -> dict[str, Any]:
 
 def observed(report: dict[str, Any], prim: str, key: str) -> float | None:
     """The value the plugin's gate reads from a report, through the gate code itself."""
-    gate = Gate(f"{prim}.{key}", key, prim, 0.5, 1)
+    gate = Gate(f"{prim}.{key}", KINDS[key], prim, 0.5, 1)
     thresholds = Thresholds("t", "m", None, ("m",), (gate,), {}, RegressionConfig())
-    return evaluate(thresholds, report)[0]["observed"]
+    return evaluate(thresholds, report)[0].observed
 
 
 @pytest.mark.parametrize("name", ["jev", "typed-gguf", "semif"])
@@ -51,8 +58,8 @@ def test_measured_values_are_the_ones_the_gates_read(name: str) -> None:
     assert (result.renderings, result.latent_problems) == (365, 92)
     # Every gate key of the schema is covered, once per primitive that has it.
     assert {(lim.primitive, lim.key) for lim in result.limits} == {
-        (prim, key) for prim in ("noul", "choice", "score") for key in PRIMITIVE_GATES
-    } | {("choice", key) for key in CHOICE_GATES}
+        (prim, key) for prim in ("noul", "choice", "score") for key, _bound, _high in PRIMITIVE_GATES
+    } | {("choice", key) for key, _bound, _high in CHOICE_GATES}
 
 
 def resampled_items(items: list[dict[str, Any]], counts: np.ndarray, keys: list[str]) -> list[dict[str, Any]]:
@@ -86,7 +93,7 @@ def test_standard_errors_equal_rerunning_the_analysis_on_each_resample(name: str
     for row in counts:
         analysis = {**analyze(resampled_items(items, row, keys), bootstrap=0), "schema": "x"}
         for prim in ("noul", "choice", "score"):
-            for key in (*PRIMITIVE_GATES, *(CHOICE_GATES if prim == "choice" else ())):
+            for key, _bound, _high in (*PRIMITIVE_GATES, *(CHOICE_GATES if prim == "choice" else ())):
                 value = observed(analysis, prim, key)
                 if value is not None:
                     draws[prim, key].append(value)
