@@ -245,33 +245,33 @@ def _help(option: Option) -> str:
 
 
 def resolve_settings(config: pytest.Config) -> Settings:
-    """Every option's effective value. Raises pytest.UsageError for a bad ini value, a thresholds file that
-    does not exist, or an option value that pytest also read as a test path (see `check_paths_not_misread`)."""
-    check_paths_not_misread(config)
-    values = {option.field: _resolve(config, option) for option in OPTIONS}
+    """Every option's effective value. Raises pytest.UsageError for a bad ini value or a thresholds file that
+    does not exist."""
+    where = placement(config)
+    values = {option.field: _resolve(config, option, where) for option in OPTIONS}
     given = values["thresholds"]
     if given is None:
-        default = config.rootpath / THRESHOLDS_FILE
+        default = where.rootpath / THRESHOLDS_FILE
         values["thresholds"] = default if default.is_file() else None
     elif not given.is_file():
         raise pytest.UsageError(f"{flag('thresholds')}: {given} does not exist")
     return Settings(**values)
 
 
-def _resolve(config: pytest.Config, option: Option) -> Any:
+def _resolve(config: pytest.Config, option: Option, where: Placement) -> Any:
     """Command line, then ini, then the default. A command-line path is relative to where pytest was invoked,
     an ini path to the ini file, a default to the rootdir; bundled dataset names stay names."""
     value = config.getoption(option.dest)
     base = config.invocation_params.dir
     if value is None and option.ini:
-        text = str(config.getini(option.dest) or "").strip()
+        text = where.ini_value(config, option.dest)
         if text:
             value = _parse_ini(option, text)
-            base = config.inipath.parent if config.inipath else config.rootpath
+            base = where.inipath.parent if where.inipath else where.rootpath
     if value is None:
         if option.default is None:
             return None
-        value, base = option.default, config.rootpath
+        value, base = option.default, where.rootpath
     if option.path and isinstance(value, str):
         if option.field == "dataset" and value in BUNDLED:
             return value
@@ -314,49 +314,81 @@ def _typed(flag_text: str, config: pytest.Config) -> bool:
 # ------------------------------------------------------------------------------------------ misread paths
 
 
-def check_paths_not_misread(config: pytest.Config) -> None:
+@dataclass(frozen=True)
+class Placement:
+    """The rootdir and ini file the plugin reads its defaults and ini keys from: pytest's, unless pytest took
+    the value of a plugin option for a test path when it chose them (then `inicfg` holds the right file's
+    values)."""
+
+    rootpath: Path
+    inipath: Path | None
+    inicfg: dict[str, Any] | None = None  # None: read ini keys through pytest (its choice stands)
+
+    def ini_value(self, config: pytest.Config, key: str) -> str:
+        if self.inicfg is None:
+            return str(config.getini(key) or "").strip()
+        for override in reversed(config.known_args_namespace.override_ini or []):  # -o key=value wins
+            name, _, text = override.partition("=")
+            if name.strip() == key:
+                return text.strip()
+        value = self.inicfg.get(key)
+        value = getattr(value, "value", value)  # pytest 9 wraps values in ConfigValue
+        return "" if value is None else str(value).strip()
+
+
+def placement(config: pytest.Config) -> Placement:
     """pytest picks its rootdir and ini file before plugins declare their options, so in
     ``--sys1cal-cassettes /ci/cas`` (a space, not ``=``) it takes ``/ci/cas`` for a test path too. Where that
-    moved the rootdir or the ini file, every default the plugin reads from there (cassettes, thresholds.yaml,
-    the ``sys1cal_*`` ini keys) would silently differ from the ``=`` form: refuse the run, saying how to write
-    it. Where it moved nothing, the two forms behave the same and the run goes on."""
+    moved the rootdir or the ini file, the plugin reads its defaults (cassettes, thresholds.yaml) and its
+    ``sys1cal_*`` ini keys from where pytest would have looked without that value, so the space and ``=`` forms
+    gate alike, and says so in a warning. Where the place cannot be worked out, the run stops instead."""
     args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args]
     flags = {option.flag for option in OPTIONS} | {"--model"}
     spaced = [(arg, args[i + 1]) for i, arg in enumerate(args[:-1]) if arg in flags]
     invocation = config.invocation_params.dir
     read_as_paths = [(name, value) for name, value in spaced if (invocation / value).exists()]
+    ours = Placement(config.rootpath, config.inipath)
     if not read_as_paths:
-        return
-    chosen = _rootdir_and_ini(config, [*config.known_args_namespace.file_or_dir])
-    if chosen == (config.rootpath, config.inipath):
-        return
-    written = ", ".join(f"{name}={shlex.quote(value)}" for name, value in read_as_paths)
+        return ours
+    chosen = _setup_without(config)
     given = ", ".join(f"{name} {shlex.quote(value)}" for name, value in read_as_paths)
-    moved = f"rootdir {config.rootpath} and ini file {config.inipath or 'none'}"
-    instead = "" if chosen is None else f" instead of rootdir {chosen[0]} and ini file {chosen[1] or 'none'}"
-    raise pytest.UsageError(
-        f"{given}: pytest also read the value as a test path when it chose its {moved}{instead}, so the "
-        f"plugin's defaults (cassettes, {THRESHOLDS_FILE}, sys1cal_* ini keys) would come from the wrong place; "
-        f"write it with '=': {written}"
+    written = ", ".join(f"{name}={shlex.quote(value)}" for name, value in read_as_paths)
+    if chosen is None:
+        raise pytest.UsageError(
+            f"{given}: pytest also read the value as a test path when it chose its rootdir {config.rootpath}, so "
+            f"the plugin cannot tell where its defaults ({THRESHOLDS_FILE}, cassettes, sys1cal_* ini keys) are; "
+            f"write it with '=': {written}"
+        )
+    if (chosen.rootpath, chosen.inipath) == (ours.rootpath, ours.inipath):
+        return ours  # nothing moved: pytest's own reading of its ini file (overrides included) stands
+    config.issue_config_time_warning(
+        pytest.PytestConfigWarning(
+            f"{given}: pytest also read the value as a test path and chose rootdir {ours.rootpath} (ini file "
+            f"{ours.inipath or 'none'}); pytest-sys1cal reads its defaults and sys1cal_* ini keys from rootdir "
+            f"{chosen.rootpath} (ini file {chosen.inipath or 'none'}), as with {written}. Write it with '=' so "
+            "that pytest's own settings come from there too."
+        ),
+        stacklevel=2,
     )
+    return chosen
 
 
-def _rootdir_and_ini(config: pytest.Config, paths: list[str]) -> tuple[Path, Path | None] | None:
-    """The rootdir and ini file pytest would have chosen from `paths`, or None where this pytest's private
-    `determine_setup` cannot be called as expected (then any value read as a path is refused)."""
+def _setup_without(config: pytest.Config) -> Placement | None:
+    """The rootdir, ini file and ini values pytest would have chosen from the run's real test paths alone, or
+    None where this pytest's private `determine_setup` cannot be called as expected."""
     try:
         from _pytest.config.findpaths import determine_setup
 
         namespace = config.known_args_namespace
         kwargs: dict[str, Any] = {
             "inifile": namespace.inifilename,
-            "args": paths,
+            "args": [*namespace.file_or_dir],
             "rootdir_cmd_arg": namespace.rootdir or None,
             "invocation_dir": config.invocation_params.dir,
         }
         if "override_ini" in inspect.signature(determine_setup).parameters:
             kwargs["override_ini"] = namespace.override_ini
         found = determine_setup(**kwargs)
-        return Path(found[0]), None if found[1] is None else Path(found[1])
+        return Placement(Path(found[0]), None if found[1] is None else Path(found[1]), dict(found[2] or {}))
     except Exception:  # noqa: BLE001 - a private API of pytest's: refuse conservatively instead
         return None
