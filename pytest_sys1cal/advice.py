@@ -29,7 +29,7 @@ class Advice:
             argument("model", self.settings.model),
             argument("model_version", self.adapter.version),
             argument("dataset", dataset),
-            argument("cassettes", cassettes or self.folder.root),
+            argument("cassettes", cassettes or self.settings.cassettes),
         ]
         if self.settings.base_url is not None or mode != "none":
             parts.append(argument("base_url", self.adapter.base_url))
@@ -45,28 +45,33 @@ class Advice:
         return f"export {adapter.key_env}, then " if adapter.key_required else ""
 
     def record_elsewhere(self, rendering: Rendering | None = None) -> str:
-        """Record this model into a cassette root of its own, beside the current one."""
-        root = self.folder.root
+        """Record this model into a cassette root of its own: beside the current one, or (for the bundled
+        reference set, which lives inside the installation) the project's own."""
+        if self.folder.read_only:
+            return self.command("once", rendering)
+        root = self.settings.cassettes
         return self.command("once", rendering, cassettes=root.with_name(f"{root.name}-recorded"))
+
+    def restore(self, path: Path) -> str:
+        """How to get a damaged or missing reference cassette back."""
+        if self.folder.read_only:
+            return "reinstall pytest-sys1cal (pip install --force-reinstall --no-deps pytest-sys1cal)"
+        return f"restore it from version control (git checkout -- {shlex.quote(str(path))})"
 
     def missing(self, rendering: Rendering, path: Path) -> str:
         """What to do about a rendering that replay cannot answer."""
         if self.folder.reconstructed:
             return (
-                f"this folder is reconstructed from published outputs: restore the file from version control "
-                f"(git checkout -- {shlex.quote(str(path))}), or {self.key}record the model elsewhere with: "
-                f"{self.record_elsewhere(rendering)}"
+                f"this folder is reconstructed from published outputs: {self.restore(path)}, or {self.key}record "
+                f"the model elsewhere with: {self.record_elsewhere(rendering)}"
             )
         mode = "new_episodes" if path.is_file() else "once"
         return f"{self.key}record it with: {self.command(mode, rendering)}"
 
     def damaged(self, rendering: Rendering, path: Path) -> str:
         if self.folder.reconstructed:
-            return f"restore it from version control (git checkout -- {shlex.quote(str(path))})"
-        return (
-            f"restore it from version control (git checkout -- {shlex.quote(str(path))}), or {self.key}record it "
-            f"again with: {self.command('all', rendering)}"
-        )
+            return self.restore(path)
+        return f"{self.restore(path)}, or {self.key}record it again with: {self.command('all', rendering)}"
 
     def after_failed_gates(self) -> tuple[str, str]:
         """The closing advice of the gate block: what to do if the model changed on purpose, and the command."""

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .bundled import REFERENCE_MODEL, REFERENCE_VERSION, reference_cassettes
 from .cassettes import SECRET_HEADER
 from .dataset import Dataset, Rendering
 from .errors import InputError
@@ -39,6 +40,19 @@ class Advice(Protocol):
     def record_elsewhere(self) -> str: ...
 
     def no_cassettes(self) -> str: ...
+
+
+def reference_root(root: Path, model: str, version: str, record_mode: str) -> Path | None:
+    """The bundled reference set's root when this run should replay it: a replay of Jev jev-1.13.0 in a project
+    that has no folder of its own for it (the project's folder, when there is one, always wins; nothing is
+    ever recorded into the bundled set)."""
+    if record_mode != "none" or (model, version) != (REFERENCE_MODEL, REFERENCE_VERSION):
+        return None
+    own = root / model / version
+    if (own / MANIFEST).is_file() or any(own.glob("*/*.json")):
+        return None
+    reference = reference_cassettes()
+    return reference if reference is not None and reference.resolve() != root.resolve() else None
 
 
 class CassetteFolder:

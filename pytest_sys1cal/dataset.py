@@ -10,7 +10,6 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +20,8 @@ PARALLEL_SUFFIX = "__parallel_primitives"
 # The gold distribution may carry float rounding; anything further off is a broken file.
 GOLD_SUM_TOLERANCE = 1e-9
 
-# Bundled datasets, by the name users pass to --sys1cal-dataset.
+# Bundled datasets, by the name users pass to --sys1cal-dataset (the file: bundled.py).
 BUNDLED = {"sys1cal-v1": "sys1cal-v1.jsonl"}
-_SOURCE_CHECKOUT_FILES = {"sys1cal-v1": "fixtures/sys1cal-v1/v0.1.0_tiny_cleanvars_parallel_primitives.jsonl"}
 
 
 class DatasetError(InputError):
@@ -81,14 +79,12 @@ def resolve_path(spec: str | Path) -> tuple[str, Path]:
 
 
 def _bundled_path(name: str) -> Path:
-    packaged = resources.files("pytest_sys1cal") / "_bundled" / BUNDLED[name]
-    if packaged.is_file():
-        return Path(str(packaged))
-    # An editable install runs from the source checkout, where the file lives in fixtures/.
-    checkout = Path(__file__).resolve().parent.parent / _SOURCE_CHECKOUT_FILES[name]
-    if checkout.is_file():
-        return checkout
-    raise DatasetError(f"bundled dataset {name!r} is missing from this installation; reinstall pytest-sys1cal")
+    from .bundled import bundled
+
+    path = bundled(BUNDLED[name])
+    if path is None:
+        raise DatasetError(f"bundled dataset {name!r} is missing from this installation; reinstall pytest-sys1cal")
+    return path
 
 
 def load_dataset(spec: str | Path) -> Dataset:

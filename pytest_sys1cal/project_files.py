@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .shipped import model_section, preamble, shipped_thresholds
+from .bundled import REFERENCE_MODEL, REFERENCE_VERSION, model_section, preamble, shipped_thresholds
 
-REFERENCE_MODEL = "jev"
-REFERENCE_VERSION = "jev-1.13.0"  # the bundled reference cassettes, reconstructed from the paper's outputs
 WORKFLOW = ".github/workflows/sys1cal.yml"
 # Reports each CI run writes, uploaded as artifacts (the job summary links the HTML one).
 JUNIT, REPORT, HTML, BASELINE = (

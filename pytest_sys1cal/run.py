@@ -17,7 +17,8 @@ import pytest
 
 from .advice import Advice
 from .baseline import averaged_repeats, check_repeats, saved_baseline
-from .cassette_folder import CassetteFolder
+from .bundled import shipped_thresholds_path
+from .cassette_folder import CassetteFolder, reference_root
 from .dataset import Dataset, load_dataset
 from .errors import usage_errors
 from .measure import Measurer
@@ -55,10 +56,17 @@ class Sys1CalRun:
             )
         config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=self.adapter)
         self.redactor = Redactor(self.adapter.secrets, [self.adapter.base_url, settings.base_url])
+        # The bundled reference set stands in for a project's own jev-1.13.0 folder when it has none.
+        self.reference = reference_root(settings.cassettes, settings.model, self.adapter.version, settings.record_mode)
         self.thresholds = self._load_thresholds(registered) if controller else None
         with usage_errors():
             self.folder = CassetteFolder(
-                settings.cassettes, settings.model, self.adapter.version, settings.record_mode, self.redactor
+                self.reference or settings.cassettes,
+                settings.model,
+                self.adapter.version,
+                settings.record_mode,
+                self.redactor,
+                read_only=self.reference is not None,
             )
             self.advice = Advice(settings, self.adapter, self.dataset, self.folder)
             if controller:
@@ -87,7 +95,12 @@ class Sys1CalRun:
     # ------------------------------------------------------------------ configure
 
     def _load_thresholds(self, registered: Any) -> Any:
+        """The thresholds file in force: the given one, the rootdir's thresholds.yaml, or, for the bundled
+        reference set in a project without a thresholds file, the shipped one."""
         path = self.settings.thresholds
+        if path is None and self.reference is not None:
+            with usage_errors():
+                path = shipped_thresholds_path()
         if path is None:
             return None
         from .gates.config import load_thresholds
@@ -114,7 +127,12 @@ class Sys1CalRun:
     def header(self) -> str:
         from .report.terminal import repeats_phrase
 
-        cassettes = f"{self.folder.source} cassettes, {repeats_phrase(self.repeats, self.folder.repeats_per_answer)}"
+        source = (
+            f"bundled reference cassettes, {self.folder.source}"
+            if self.reference
+            else f"{self.folder.source} cassettes"
+        )
+        cassettes = f"{source}, {repeats_phrase(self.repeats, self.folder.repeats_per_answer)}"
         thresholds = self.thresholds.describe() if self.thresholds else "none (no thresholds.yaml)"
         return self.redactor.text(
             f"sys1cal: model {self.settings.model} {self.adapter.version} ({cassettes}); dataset {self.dataset.name} "
@@ -184,7 +202,7 @@ class Sys1CalRun:
         """The file and line that configure the gate `name` (for JUnit XML)."""
         for gate in self.thresholds.gates if self.thresholds else ():
             if gate.name == name:
-                return str(self.settings.thresholds), gate.line
+                return str(self.thresholds.path), gate.line
         return str(self.settings.baseline or self.settings.thresholds or self.dataset.path), 1
 
     def _close_recording(self) -> None:

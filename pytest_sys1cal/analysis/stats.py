@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import MeasurementError
 from ..vocabulary import P_FLOOR
 from .student_t import t_ppf, t_sf
 
@@ -19,8 +20,9 @@ SIGN_FLIPS = 9999
 SIGN_FLIP_CHUNK = 250
 
 
-class NotEnoughData(Exception):
-    """A statistic cannot be computed from this run; the message is the reason shown to the user."""
+class NotEnoughData(MeasurementError):
+    """A statistic cannot be computed from this run; the message is the reason shown to the user (caught
+    where the statistic is computed: its block says `None` and why)."""
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,16 @@ import sys
 from pathlib import Path
 
 from .. import __version__
+from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, ShippedError
+from ..errors import InputError
 from ..models import BUILTIN_ADAPTERS
-from ..project_files import REFERENCE_MODEL, REFERENCE_VERSION, Project, files, ini_snippet, next_steps
-from ..shipped import ShippedError
+from ..project_files import Project, files, ini_snippet, next_steps
 
 # A version names a cassette folder and goes into YAML and shell lines: keep it to characters safe in all three.
 VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
-class InitError(Exception):
+class InitError(InputError):
     """Why init wrote nothing: one line naming the file or option and the fix."""
 
 

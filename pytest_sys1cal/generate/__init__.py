@@ -1,4 +1,4 @@
-"""Fresh, leak-free Sys1Cal datasets from a seed: the six families in order, the split of the problems over
+"""Fresh, leak-free Sys1Cal datasets from a seed: the families (FAMILIES) in order, the split of the problems over
 them, each family's band schedule, and the records streamed to a JSONL file. See docs/generate.md."""
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from .records import GENERATOR_VERSION, build_records, draw_presentation, render
 
 __all__ = ["FAMILIES", "GENERATOR_VERSION", "Written", "generate", "iter_records", "write_dataset"]
 
-# The six families in the order of the split (and of `difficulty`): the first `problems % 6` get one more.
+# The families in the order of the split (and of `difficulty`), the vocabulary's FAMILY_NAMES: the first
+# `problems % len(FAMILIES)` get one more.
 FAMILIES: tuple[Family, ...] = (EXPLICIT_PROBABILITY, FREQUENCY, COMPOUND, CONDITIONAL, BAYES, SEQUENTIAL_BAYES)
 
 # A latent whose states keep spelling p* is redrawn; this many failures means a generator bug, not bad luck.

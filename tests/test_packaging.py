@@ -1,0 +1,114 @@
+"""The package as users install it (issue 18): the wheel and the sdist built from this checkout, the wheel
+installed into a fresh virtualenv, and the README's "In a project, step by step" commands run as written in
+an empty directory: the main job replays the bundled reference (exit 0, Table 1's 0.918 / 0.764 / 0.886),
+`init` sets the project up, `thresholds` reads the report the main job wrote. The wheel is built from the
+sdist (`python -m build` does that), so a build proves the sdist holds what `pip install` from it needs.
+
+Dependencies come from the package index (pip's cache makes it quick: about 40 s in all here)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tarfile
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+INSTALL = 'pip install "pytest-sys1cal[html]"'
+
+
+def steps() -> list[str]:
+    """The commands of the README's step-by-step block, comments dropped."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## In a project, step by step", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block, "the step-by-step section must hold a bash block"
+    return [line.split(" #")[0].strip() for line in block.group(1).splitlines() if line.split(" #")[0].strip()]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(REPO)], check=True, capture_output=True)
+    (wheel,) = out.glob("*.whl")
+    (sdist,) = out.glob("*.tar.gz")
+    return wheel, sdist
+
+
+@pytest.fixture(scope="module")
+def installed(built: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv holding the built wheel (and what it depends on, from the index); its bin folder."""
+    env = tmp_path_factory.mktemp("venv")
+    venv.create(env, with_pip=True)
+    wheel = built[0]
+    pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[html]"]
+    done = subprocess.run(pip, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return env / "bin"
+
+
+def test_the_readme_steps_work_as_written_in_an_empty_project(installed: Path, tmp_path: Path) -> None:
+    commands = steps()
+    assert commands[0] == INSTALL  # the install line is the built wheel's, here
+    environ = {
+        **os.environ,
+        "PATH": f"{installed}{os.pathsep}{os.environ['PATH']}",
+        "VIRTUAL_ENV": str(installed.parent),
+    }
+    environ.pop("PYTHONPATH", None)
+    outputs = {}
+    for command in commands[1:]:
+        done = subprocess.run(shlex.split(command), cwd=tmp_path, env=environ, capture_output=True, text=True)
+        assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
+        outputs[command] = done.stdout
+    main_job = next(out for command, out in outputs.items() if command.startswith("pytest --sys1cal"))
+    assert "bundled reference cassettes" in main_job and str(tmp_path) not in main_job.split("cassettes ")[1][:40]
+    table1: dict[str, list[str]] = {}  # Table 1 comes first; later tables have rows named alike
+    for line in main_job.splitlines():
+        if re.match(r"(Noul|Choice|Score) +365 ", line):
+            table1.setdefault(line.split()[0], line.split())
+    assert [table1[p][3] for p in ("Noul", "Choice", "Score")] == ["0.918", "0.764", "0.886"]
+    assert "19 passed" in main_job  # the shipped gates of the reference set, every one in force
+    assert {p.name for p in tmp_path.iterdir()} >= {"thresholds.yaml", ".github", ".gitattributes"}
+    assert not (tmp_path / "cassettes").exists()  # the reference was replayed in place, never copied or written
+    section = next(out for command, out in outputs.items() if "pytest_sys1cal thresholds" in command)
+    assert yaml.safe_load(section)["jev"]["noul"]["min_mean_ovl"] == 0.9
+
+
+def test_the_package_is_imported_from_the_wheel_not_the_checkout(installed: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(installed / "python"), "-c", "import pytest_sys1cal; print(pytest_sys1cal.__file__)"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert not done.stdout.strip().startswith(str(REPO))
+
+
+def test_the_wheel_carries_the_reference_set_and_the_sdist_what_the_wheel_is_built_from(
+    built: tuple[Path, Path],
+) -> None:
+    wheel, sdist = built
+    names = set(zipfile.ZipFile(wheel).namelist())
+    reference = {n for n in names if n.startswith("pytest_sys1cal/_bundled/cassettes/jev/jev-1.13.0/")}
+    assert len([n for n in reference if n.endswith(".json")]) == 365 + 1  # the cassettes and the manifest
+    assert {"pytest_sys1cal/_bundled/sys1cal-v1.jsonl", "pytest_sys1cal/_bundled/thresholds.yaml"} <= names
+    assert not any("semif" in n or "typed-gguf" in n for n in names if n.startswith("pytest_sys1cal/_bundled/"))
+    with tarfile.open(sdist) as archive:
+        members = {m.name.split("/", 1)[1] for m in archive.getmembers() if "/" in m.name}
+    assert {
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+        "thresholds.yaml",
+        "cassettes/jev/jev-1.13.0/manifest.json",
+    } <= members
+    assert "fixtures/sys1cal-v1/v0.1.0_tiny_cleanvars_parallel_primitives.jsonl" in members
+    # Every file the package cites (docs/…) travels with it.
+    assert {f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")} <= members
