@@ -52,17 +52,17 @@ class Advice:
         root = self.settings.cassettes
         return self.command("once", rendering, cassettes=root.with_name(f"{root.name}-recorded"))
 
-    def restore(self, path: Path) -> str:
+    def restore(self, path: Path, what: str = "it") -> str:
         """How to get a damaged or missing reference cassette back."""
         if self.folder.read_only:
             return "reinstall pytest-sys1cal (pip install --force-reinstall --no-deps pytest-sys1cal)"
-        return f"restore it from version control (git checkout -- {shlex.quote(str(path))})"
+        return f"restore {what} from version control (git checkout -- {shlex.quote(str(path))})"
 
     def missing(self, rendering: Rendering, path: Path) -> str:
         """What to do about a rendering that replay cannot answer."""
         if self.folder.reconstructed:
             return (
-                f"this folder is reconstructed from published outputs: {self.restore(path)}, or {self.key}record "
+                f"this folder is reconstructed from published outputs: {self.restore(path, 'the file')}, or {self.key}record "
                 f"the model elsewhere with: {self.record_elsewhere(rendering)}"
             )
         mode = "new_episodes" if path.is_file() else "once"

@@ -42,11 +42,12 @@ class Advice(Protocol):
     def no_cassettes(self) -> str: ...
 
 
-def reference_root(root: Path, model: str, version: str, record_mode: str) -> Path | None:
+def reference_root(root: Path, model: str, version: str, record_mode: str, *, default_root: bool) -> Path | None:
     """The bundled reference set's root when this run should replay it: a replay of Jev jev-1.13.0 in a project
-    that has no folder of its own for it (the project's folder, when there is one, always wins; nothing is
-    ever recorded into the bundled set)."""
-    if record_mode != "none" or (model, version) != (REFERENCE_MODEL, REFERENCE_VERSION):
+    that has no folder of its own for it under the default cassette root (the project's folder, when there is
+    one, always wins; a root the user named is theirs, so a typo in it stays an error; nothing is ever
+    recorded into the bundled set)."""
+    if record_mode != "none" or not default_root or (model, version) != (REFERENCE_MODEL, REFERENCE_VERSION):
         return None
     own = root / model / version
     if (own / MANIFEST).is_file() or any(own.glob("*/*.json")):

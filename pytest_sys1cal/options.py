@@ -181,6 +181,9 @@ class Settings:
     max_cost: float | None
     timeout: float
     retry_budget: float
+    # Whether the cassette root is the default one (`cassettes` under the rootdir), not named by an option or
+    # ini key: only there may the bundled reference set stand in for a folder the project lacks.
+    default_cassettes: bool = False
 
     @property
     def recording(self) -> bool:
@@ -249,6 +252,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     does not exist."""
     where = placement(config)
     values = {option.field: _resolve(config, option, where) for option in OPTIONS}
+    values["default_cassettes"] = values["cassettes"] == where.rootpath / BY_FIELD["cassettes"].default
     given = values["thresholds"]
     if given is None:
         default = where.rootpath / THRESHOLDS_FILE

@@ -57,7 +57,13 @@ class Sys1CalRun:
         config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=self.adapter)
         self.redactor = Redactor(self.adapter.secrets, [self.adapter.base_url, settings.base_url])
         # The bundled reference set stands in for a project's own jev-1.13.0 folder when it has none.
-        self.reference = reference_root(settings.cassettes, settings.model, self.adapter.version, settings.record_mode)
+        self.reference = reference_root(
+            settings.cassettes,
+            settings.model,
+            self.adapter.version,
+            settings.record_mode,
+            default_root=settings.default_cassettes,
+        )
         self.thresholds = self._load_thresholds(registered) if controller else None
         with usage_errors():
             self.folder = CassetteFolder(
