@@ -16,8 +16,17 @@ from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, Wi
 from .results import ResultRow
 
 if TYPE_CHECKING:
-    from .advice import Advice
+    from pathlib import Path
+
     from .cassette_folder import CassetteFolder
+
+
+class Advice(Protocol):
+    """What a failed item says to do (advice.py words it for a pytest run)."""
+
+    def missing(self, rendering: Rendering, path: Path) -> str: ...
+
+    def damaged(self, rendering: Rendering, path: Path) -> str: ...
 
 
 class Sender(Protocol):

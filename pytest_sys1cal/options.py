@@ -296,6 +296,11 @@ def _parse_ini(option: Option, text: str) -> Any:
         raise pytest.UsageError(f"ini key {option.dest} = {text!r}: {exc}") from None
 
 
+def active(config: pytest.Config) -> bool:
+    """Whether this run asked for the benchmark (``--sys1cal``)."""
+    return bool(config.getoption("sys1cal", False))
+
+
 def given_without_sys1cal(config: pytest.Config) -> None:
     """A benchmark option on the command line without ``--sys1cal`` would be ignored while pytest quietly
     runs something else (the project's own tests): refuse it instead. Ini keys are left alone."""

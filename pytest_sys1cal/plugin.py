@@ -48,9 +48,9 @@ def _option_taken(parser: pytest.Parser, flag: str) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not config.getoption("sys1cal", False):
-        from .options import given_without_sys1cal
+    from .options import active, given_without_sys1cal
 
+    if not active(config):
         given_without_sys1cal(config)
         return
     from .collect import MARKER

@@ -17,6 +17,10 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "pytest_sys1cal"
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
+MAX_CLASS_LINES = 200
+# The pytest glue: what the lower layers (recording/, measuring) must not reach back into.
+GLUE = {"plugin", "run", "collect", "options", "recording_hooks", "advice"}
+ERROR_ROOTS = {"InputError", "MeasurementError"}
 # Names of the shared vocabulary: defined in vocabulary.py and nowhere else.
 VOCABULARY = {
     "PRIMITIVES",
@@ -216,4 +220,105 @@ def test_every_file_the_package_cites_is_in_the_repository() -> None:
                     and not any(REPO.rglob(name))
                 ):
                     missing.append(f"{path.relative_to(REPO)}:{number} cites {name}")
+    assert not missing, "\n".join(missing)
+
+
+def _internal(path: Path) -> Iterator[tuple[str, int]]:
+    """(module of this package, line) of every import of `path` that names one."""
+    for imported, line in imports(path):
+        if imported.startswith("pytest_sys1cal."):
+            yield imported.removeprefix("pytest_sys1cal."), line
+
+
+def test_no_class_over_200_lines() -> None:
+    long = [
+        f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({length} lines)"
+        for path in modules()
+        for node in ast.walk(tree(path))
+        if isinstance(node, ast.ClassDef)
+        and (length := (node.end_lineno or node.lineno) - node.lineno + 1) > MAX_CLASS_LINES
+    ]
+    assert not long, "classes over 200 lines:\n" + "\n".join(long)
+
+
+def test_recording_is_a_lower_layer_that_imports_no_glue() -> None:
+    found = [
+        f"{path.relative_to(REPO)}:{line} imports {name}"
+        for path in sorted((PACKAGE / "recording").rglob("*.py"))
+        for name, line in _internal(path)
+        if name.split(".")[0] in GLUE
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_measuring_imports_nothing_from_recording_or_the_glue() -> None:
+    found = [
+        f"measure.py:{line} imports {name}"
+        for name, line in _internal(PACKAGE / "measure.py")
+        if name.split(".")[0] in GLUE | {"recording"}
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_every_exception_class_derives_from_one_of_the_two_roots() -> None:
+    """Each exception class of the package derives, through its bases in the package, from InputError (the
+    user's input is wrong: exit 4) or MeasurementError (a rendering or the run could not be measured)."""
+    classes: dict[str, list[str]] = {}
+    where: dict[str, str] = {}
+    for path in modules():
+        for node in ast.walk(tree(path)):
+            if isinstance(node, ast.ClassDef):
+                classes[node.name] = [ast.unparse(base).split(".")[-1] for base in node.bases]
+                where[node.name] = f"{path.relative_to(REPO)}:{node.lineno}"
+
+    def roots(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        if name in ERROR_ROOTS:
+            return {name}
+        return {r for base in classes.get(name, []) if base not in seen for r in roots(base, seen | {name})}
+
+    def is_exception(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        bases = classes.get(name, [])
+        return any(
+            b in ("Exception", "BaseException")
+            or b.endswith(("Error", "Exception"))
+            and b not in classes
+            or b in classes
+            and b not in seen
+            and is_exception(b, seen | {name})
+            for b in bases
+        )
+
+    strays = [
+        f"{where[name]} {name}({', '.join(classes[name])})"
+        for name in classes
+        if name not in ERROR_ROOTS and is_exception(name) and not roots(name)
+    ]
+    assert not strays, "exception classes outside the two roots:\n" + "\n".join(strays)
+
+
+def test_options_are_read_only_in_options_py() -> None:
+    """Every option and ini key is resolved once, into Settings, in options.py: nowhere else asks pytest."""
+    found = [
+        f"{path.relative_to(REPO)}:{node.lineno} {ast.unparse(node)[:80]}"
+        for path in modules()
+        if path.name != "options.py"
+        for node in ast.walk(tree(path))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("getoption", "getini")
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_every_module_a_docstring_names_exists() -> None:
+    """A bare module name in the package's text (``engine.py``) names a file of the repository."""
+    named = re.compile(r"(?<![\w/.-])([a-z_][\w]*\.py)\b")
+    files = {p.name for p in REPO.rglob("*.py") if ".ci" not in p.parts and "venv" not in str(p)}
+    missing = [
+        f"{path.relative_to(REPO)}:{number} names {name}"
+        for path in modules()
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        for name in named.findall(line)
+        if name not in files
+    ]
     assert not missing, "\n".join(missing)
