@@ -94,7 +94,10 @@ def parse_thresholds(
     return Thresholds(path=filename, model=model, version=version, layers=layers, versions=versions, **chosen)
 
 
-class _Reader:
+class _Nodes:
+    """thresholds.yaml as YAML nodes: values read and checked, and every mistake as one line naming the file,
+    the line, the key path and the fix."""
+
     def __init__(self, filename: str):
         self.filename = filename
         self.key_lines: dict[str, int] = {}
@@ -112,6 +115,130 @@ class _Reader:
         return self.fail(line, path, f"unknown key '{key}'{hint} Allowed keys: {', '.join(allowed)}{extra}.")
 
     # ------------------------------------------------------------------ YAML nodes
+
+    def mapping(self, node: yaml.Node, path: str, what: str) -> list[tuple[str, yaml.Node, yaml.Node]]:
+        """(key, key node, value node) of a mapping node, refusing non-mappings, duplicates and
+        non-string keys."""
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(_line(node), path, f"expected a mapping for {what}, got {_node_text(node)}")
+        out, seen = [], {}
+        for key_node, value in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise self.fail(
+                    _line(key_node),
+                    _join(path, "<<"),
+                    "YAML merge keys (<<) are not supported; use an alias (*name) for a whole section",
+                )
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+                shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else _node_text(key_node)
+                raise self.fail(
+                    _line(key_node),
+                    _join(path, str(shown)),
+                    f'keys must be text; quote it ("{shown}") if it is a version',
+                )
+            key = key_node.value
+            if key in seen:
+                raise self.fail(_line(key_node), _join(path, key), f"duplicate key (first given on line {seen[key]})")
+            seen[key] = _line(key_node)
+            out.append((key, key_node, value))
+        return out
+
+    def scalar(self, node: yaml.Node) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            return _Unsupported(node)
+        return self.constructor.construct_object(node, deep=True)
+
+    def number(
+        self,
+        node: yaml.Node,
+        path: str,
+        low: float,
+        high: float,
+        *,
+        open_interval: bool = False,
+        what: str = "a number",
+    ) -> float:
+        value = self.scalar(node)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(_line(node), path, f"expected {what}, got {_node_text(node)}")
+        value = float(value)
+        if open_interval:
+            ok, shown = low < value < high, f"({low:g}, {high:g})"
+        else:
+            ok = low <= value <= high
+            shown = f"[{low:g}, {high:g}]" if math.isfinite(high) else f"≥ {low:g}"
+        if not (math.isfinite(value) and ok):
+            if what == "a cost":
+                raise self.fail(_line(node), path, f"{value:g} is not a valid cost: it must be finite and {shown}")
+            raise self.fail(_line(node), path, f"{value:g} is outside the allowed range {shown}")
+        return value
+
+    def boolean(self, node: yaml.Node, path: str) -> bool:
+        value = self.scalar(node)
+        if not isinstance(value, bool):
+            raise self.fail(_line(node), path, f"expected true or false, got {_node_text(node)}")
+        return value
+
+
+class _Layers(_Nodes):
+    """A model's sections, with a version's layer laid over them, turned into gates and settings."""
+
+    # ------------------------------------------------------------------ merging and building
+
+    def resolve(self, model: str, version: str | None, base: _Layer, layer: _Layer | None) -> dict[str, Any]:
+        merged = _merge(base, layer) if layer is not None else {k: dict(v or {}) for k, v in base.items()}
+        return {
+            "gates": self.build_gates(merged),
+            "decisions": {k: v.value for k, v in (merged.get("decisions") or {}).items() if v.value is not None},
+            "regression": self.build_regression(merged.get("regression") or {}, model, version),
+        }
+
+    def build_gates(self, merged: dict[str, dict[str, _Value]]) -> tuple[Gate, ...]:
+        """Every gate the merged sections set, sections in file-independent order, kinds in KINDS' order."""
+        gates = []
+        for name in SECTIONS:
+            section = merged.get(name) or {}
+            values = {key: value.value for key, value in section.items()}
+            for kind in kinds_in(name):
+                given = section.get(kind.key)
+                limit = None if given is None or given.value is None else kind.limit(given.value, values)
+                if limit is not None:
+                    assert given is not None
+                    gates.append(Gate(f"{name}.{kind.key}", kind, name, limit, given.line))
+        return tuple(gates)
+
+    def build_regression(self, section: dict[str, _Value], model: str, version: str | None) -> RegressionConfig:
+        def get(key: str) -> _Value | None:
+            value = section.get(key)
+            return value if value is not None and value.value is not None else None
+
+        drop, fail_drop = {}, {}
+        for prim in PRIMITIVES:
+            d = get(f"{prim}.max_drop_mean_ovl") or get("max_drop_mean_ovl")
+            f = get(f"{prim}.fail_drop_mean_ovl") or get("fail_drop_mean_ovl")
+            drop[prim] = d.value if d else DEFAULT_DROP
+            fail_drop[prim] = f.value if f else drop[prim] / 2
+            if f and f.value > drop[prim]:
+                where = f" (for {version})" if version else ""
+                set_by = f"{d.path} on line {d.line}" if d else "the default"
+                raise self.fail(
+                    f.line,
+                    f.path,
+                    f"{f.value:g} exceeds max_drop_mean_ovl {drop[prim]:g} for {prim}{where} (set by {set_by}); "
+                    "the drop that fails must not exceed the drop that passes",
+                )
+        alpha, resamples, prims = get("alpha"), get("resamples"), get("primitives")
+        return RegressionConfig(
+            alpha=alpha.value if alpha else DEFAULT_ALPHA,
+            resamples=resamples.value if resamples else DEFAULT_RESAMPLES,
+            primitives=prims.value if prims else PRIMITIVES,
+            drop=drop,
+            fail_drop=fail_drop,
+        )
+
+
+class _Reader(_Layers):
+    """The file's structure: models, their sections and version layers, each key checked against the schema."""
 
     def parse_file(
         self, text: str, known_models: tuple[str, ...] | None
@@ -141,33 +268,6 @@ class _Reader:
             self.key_lines[key] = _line(key_node)
             models[key] = self.model_section(key, value)
         return models
-
-    def mapping(self, node: yaml.Node, path: str, what: str) -> list[tuple[str, yaml.Node, yaml.Node]]:
-        """(key, key node, value node) of a mapping node, refusing non-mappings, duplicates and
-        non-string keys."""
-        if not isinstance(node, yaml.MappingNode):
-            raise self.fail(_line(node), path, f"expected a mapping for {what}, got {_node_text(node)}")
-        out, seen = [], {}
-        for key_node, value in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                raise self.fail(
-                    _line(key_node),
-                    _join(path, "<<"),
-                    "YAML merge keys (<<) are not supported; use an alias (*name) for a whole section",
-                )
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
-                shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else _node_text(key_node)
-                raise self.fail(
-                    _line(key_node),
-                    _join(path, str(shown)),
-                    f'keys must be text; quote it ("{shown}") if it is a version',
-                )
-            key = key_node.value
-            if key in seen:
-                raise self.fail(_line(key_node), _join(path, key), f"duplicate key (first given on line {seen[key]})")
-            seen[key] = _line(key_node)
-            out.append((key, key_node, value))
-        return out
 
     def model_section(self, model: str, node: yaml.Node) -> tuple[_Layer, dict[str, tuple[_Layer, int]]]:
         if _is_null(node):
@@ -298,95 +398,6 @@ class _Reader:
                 raise self.fail(_line(node), path, "the list is empty; remove the key to gate all three primitives")
             return tuple(p for p in PRIMITIVES if p in names)
         return self.number(node, path, 0.0, 1.0)  # max_drop_mean_ovl, fail_drop_mean_ovl
-
-    def scalar(self, node: yaml.Node) -> Any:
-        if not isinstance(node, yaml.ScalarNode):
-            return _Unsupported(node)
-        return self.constructor.construct_object(node, deep=True)
-
-    def number(
-        self,
-        node: yaml.Node,
-        path: str,
-        low: float,
-        high: float,
-        *,
-        open_interval: bool = False,
-        what: str = "a number",
-    ) -> float:
-        value = self.scalar(node)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(_line(node), path, f"expected {what}, got {_node_text(node)}")
-        value = float(value)
-        if open_interval:
-            ok, shown = low < value < high, f"({low:g}, {high:g})"
-        else:
-            ok = low <= value <= high
-            shown = f"[{low:g}, {high:g}]" if math.isfinite(high) else f"≥ {low:g}"
-        if not (math.isfinite(value) and ok):
-            if what == "a cost":
-                raise self.fail(_line(node), path, f"{value:g} is not a valid cost: it must be finite and {shown}")
-            raise self.fail(_line(node), path, f"{value:g} is outside the allowed range {shown}")
-        return value
-
-    def boolean(self, node: yaml.Node, path: str) -> bool:
-        value = self.scalar(node)
-        if not isinstance(value, bool):
-            raise self.fail(_line(node), path, f"expected true or false, got {_node_text(node)}")
-        return value
-
-    # ------------------------------------------------------------------ merging and building
-
-    def resolve(self, model: str, version: str | None, base: _Layer, layer: _Layer | None) -> dict[str, Any]:
-        merged = _merge(base, layer) if layer is not None else {k: dict(v or {}) for k, v in base.items()}
-        return {
-            "gates": self.build_gates(merged),
-            "decisions": {k: v.value for k, v in (merged.get("decisions") or {}).items() if v.value is not None},
-            "regression": self.build_regression(merged.get("regression") or {}, model, version),
-        }
-
-    def build_gates(self, merged: dict[str, dict[str, _Value]]) -> tuple[Gate, ...]:
-        """Every gate the merged sections set, sections in file-independent order, kinds in KINDS' order."""
-        gates = []
-        for name in SECTIONS:
-            section = merged.get(name) or {}
-            values = {key: value.value for key, value in section.items()}
-            for kind in kinds_in(name):
-                given = section.get(kind.key)
-                limit = None if given is None or given.value is None else kind.limit(given.value, values)
-                if limit is not None:
-                    assert given is not None
-                    gates.append(Gate(f"{name}.{kind.key}", kind, name, limit, given.line))
-        return tuple(gates)
-
-    def build_regression(self, section: dict[str, _Value], model: str, version: str | None) -> RegressionConfig:
-        def get(key: str) -> _Value | None:
-            value = section.get(key)
-            return value if value is not None and value.value is not None else None
-
-        drop, fail_drop = {}, {}
-        for prim in PRIMITIVES:
-            d = get(f"{prim}.max_drop_mean_ovl") or get("max_drop_mean_ovl")
-            f = get(f"{prim}.fail_drop_mean_ovl") or get("fail_drop_mean_ovl")
-            drop[prim] = d.value if d else DEFAULT_DROP
-            fail_drop[prim] = f.value if f else drop[prim] / 2
-            if f and f.value > drop[prim]:
-                where = f" (for {version})" if version else ""
-                set_by = f"{d.path} on line {d.line}" if d else "the default"
-                raise self.fail(
-                    f.line,
-                    f.path,
-                    f"{f.value:g} exceeds max_drop_mean_ovl {drop[prim]:g} for {prim}{where} (set by {set_by}); "
-                    "the drop that fails must not exceed the drop that passes",
-                )
-        alpha, resamples, prims = get("alpha"), get("resamples"), get("primitives")
-        return RegressionConfig(
-            alpha=alpha.value if alpha else DEFAULT_ALPHA,
-            resamples=resamples.value if resamples else DEFAULT_RESAMPLES,
-            primitives=prims.value if prims else PRIMITIVES,
-            drop=drop,
-            fail_drop=fail_drop,
-        )
 
 
 def _merge(base: _Layer, layer: _Layer) -> dict[str, dict[str, _Value]]:

@@ -1,6 +1,7 @@
 """The recording engine: one asyncio event loop on a background thread, sending the requests of the
 renderings it is given, at most `concurrency` at a time and evenly paced, retrying what the policy
-retries, and saving each rendering's cassette (atomically) once every repeat of it is answered and parsed."""
+retries (exchange.py: one request's life on the wire), and saving each rendering's cassette (atomically)
+once every repeat of it is answered and parsed."""
 
 from __future__ import annotations
 
@@ -8,88 +9,20 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
-import random
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from ..cassettes import EXTENSION_KEY, INTERACTION_KEY
 from ..dataset import Rendering
 from ..errors import MeasurementError
 from ..measure import Measurer
-from ..models.base import AnswerError, WireRequest, WireResponse
+from ..models.base import AnswerError, WireResponse
 from ..results import ResultRow
-from ..vcr_store import save_cassette
-from .plan import CostMeter, dollars, estimate_tokens, reported_input_tokens
-from .policy import NEVER_UP_ATTEMPTS, RETRY_STATUSES, SLOW_DOWN_STATUSES, Limits, backoff, retry_after_seconds
-from .transport import AsyncCassetteTransport, to_vcr_request
-
-if TYPE_CHECKING:
-    from vcr.cassette import Cassette
+from .exchange import Exchange, Job, Stats, Unit
+from .plan import CostMeter
+from .policy import Limits
 
 WAIT_SLICE = 0.25  # seconds an item waits between progress checks
-
-
-class Pacer:
-    """Evenly spaced request starts, at most `per_minute` a minute (0 = unlimited), and a shared pause
-    when the server says it is overloaded. Used only from the event loop's thread."""
-
-    def __init__(self, per_minute: float):
-        self.interval = 60.0 / per_minute if per_minute else 0.0
-        self._next = 0.0
-        self._held_until = 0.0
-
-    def hold(self, seconds: float) -> None:
-        self._held_until = max(self._held_until, time.monotonic() + seconds)
-
-    async def turn(self) -> None:
-        while True:
-            now = time.monotonic()
-            start = max(now, self._next, self._held_until)
-            self._next = start + self.interval
-            if start > now:
-                await asyncio.sleep(start - now)
-            if time.monotonic() >= self._held_until:  # no pause began while this request waited
-                return
-
-
-@dataclass
-class _Job:
-    rendering: Rendering
-    future: concurrent.futures.Future[ResultRow]
-    cassette: Cassette | None = None
-    responses: list[list[WireResponse | None]] = field(default_factory=list)
-    # Per repeat and request: the interaction to append to the cassette (None when replayed).
-    interactions: list[list[Any]] = field(default_factory=list)
-    samples: list[dict[str, Any] | None] = field(default_factory=list)
-    missing: list[int] = field(default_factory=list)  # per repeat: responses still to come
-    remaining: int = 0
-    unsent: int = 0
-
-
-@dataclass
-class _Unit:
-    job: _Job
-    repeat: int
-    index: int
-    request: WireRequest
-    tokens: int
-
-
-@dataclass
-class Stats:
-    sent_ok: int = 0  # requests answered with 2xx (replayed ones not counted)
-    retries: int = 0
-    jobs: int = 0
-    settled: int = 0
-    failed: int = 0
-    first_send: float | None = None
-    last_answer: float | None = None
 
 
 class Engine:
@@ -104,10 +37,9 @@ class Engine:
         self.stats = Stats()
         self.cost = CostMeter(limits)
         self.stopped: str | None = None
-        self._jobs: dict[str, _Job] = {}
-        self._pending: collections.deque[_Job] = collections.deque()  # thread-safe appends/pops
-        self._units: collections.deque[_Unit] = collections.deque()
-        self._rng = random.Random(0)
+        self._jobs: dict[str, Job] = {}
+        self._pending: collections.deque[Job] = collections.deque()  # thread-safe appends/pops
+        self._units: collections.deque[Unit] = collections.deque()
         self._closed = False
         self._loop = asyncio.new_event_loop()
         self._started = threading.Event()
@@ -126,7 +58,7 @@ class Engine:
         for rendering in renderings:
             if rendering.instance_id in self._jobs:
                 continue
-            job = _Job(rendering, concurrent.futures.Future())
+            job = Job(rendering, concurrent.futures.Future())
             self._jobs[rendering.instance_id] = job
             self._pending.append(job)
             self.stats.jobs += 1
@@ -169,12 +101,10 @@ class Engine:
             _remember_missing_sniffio()
             asyncio.set_event_loop(self._loop)
             self._wakeup = asyncio.Event()
-            self._pacer = Pacer(self.limits.rate)
-            n = self.limits.concurrency
-            limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
-            transport = AsyncCassetteTransport(httpx.AsyncHTTPTransport(limits=limits))
-            self._client = httpx.AsyncClient(transport=transport, timeout=self.limits.timeout)
-            self._workers = [self._loop.create_task(self._work()) for _ in range(n)]
+            self._exchange = Exchange(
+                self.measurer.adapter, self.limits, self.stats, self.cost, self._stop, self._reason
+            )
+            self._workers = [self._loop.create_task(self._work()) for _ in range(self.limits.concurrency)]
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
             self._setup_error = exc
             return
@@ -186,12 +116,12 @@ class Engine:
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
-        await self._client.aclose()
+        await self._exchange.client.aclose()
         interrupted = MeasurementError("not recorded: the recording was interrupted", fatal=True)
         for job in self._jobs.values():
             self._settle(job, error=interrupted)
 
-    async def _next_unit(self) -> _Unit:
+    async def _next_unit(self) -> Unit:
         while True:
             if self._units:
                 return self._units.popleft()
@@ -201,7 +131,7 @@ class Engine:
             self._wakeup.clear()
             await self._wakeup.wait()
 
-    def _expand(self, job: _Job) -> None:
+    def _expand(self, job: Job) -> None:
         """A job's requests become units at the back of the queue (lazily, so the first request of the
         first rendering goes out at once rather than after every cassette has been opened)."""
         if job.future.done():
@@ -219,14 +149,7 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - a bug: that item's error, never a worker gone quiet
             self._settle(job, error=MeasurementError(f"recording failed: {describe_exception(exc)}"))
             return
-        job.responses = [[None] * len(requests) for requests in repeats]
-        job.interactions = [[None] * len(requests) for requests in repeats]
-        job.samples = [None] * len(repeats)
-        job.missing = [len(requests) for requests in repeats]
-        job.remaining = job.unsent = sum(job.missing)
-        for repeat, requests in enumerate(repeats):
-            for index, request in enumerate(requests):
-                self._units.append(_Unit(job, repeat, index, request, estimate_tokens(request)))
+        self._units.extend(job.units(repeats))
 
     async def _work(self) -> None:
         while True:
@@ -235,7 +158,7 @@ class Engine:
             if job.future.done():
                 continue
             try:
-                response, kept = await self._exchange(unit)
+                response, kept = await self._exchange.send(unit)
                 job.interactions[unit.repeat][unit.index] = kept
                 self._answered(unit, response)
             except MeasurementError as exc:
@@ -245,7 +168,7 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - a bug; shown on the item, with its type
                 self._settle(job, error=MeasurementError(f"recording failed: {describe_exception(exc)}"))
 
-    def _answered(self, unit: _Unit, response: WireResponse) -> None:
+    def _answered(self, unit: Unit, response: WireResponse) -> None:
         job = unit.job
         if job.future.done():
             return
@@ -262,26 +185,19 @@ class Engine:
         if job.remaining == 0:
             self._complete(job)
 
-    def _complete(self, job: _Job) -> None:
+    def _complete(self, job: Job) -> None:
         """Every repeat answered and parsed: save the cassette (atomically), then hand the row over."""
         assert job.cassette is not None
         server_model = self.measurer.reported([[r for r in responses if r is not None] for responses in job.responses])
-        # Appended now, in repeat order: replay serves repeats in cassette order, so the recording run
-        # and a later replay report the same samples in the same order.
-        for repeat in job.interactions:
-            for kept in repeat:
-                if kept is not None:
-                    job.cassette.append(*kept)
-        recorded = bool(job.cassette.dirty)
         try:
-            save_cassette(job.cassette)
+            recorded = job.save()
         except OSError as exc:
             self._settle(job, error=MeasurementError(f"cannot save {job.cassette.path}: {exc}", fatal=True))
             return
         samples = [sample for sample in job.samples if sample is not None]
         self._settle(job, row=ResultRow.measured(job.rendering, samples, server_model=server_model, recorded=recorded))
 
-    def _settle(self, job: _Job, *, row: ResultRow | None = None, error: MeasurementError | None = None) -> None:
+    def _settle(self, job: Job, *, row: ResultRow | None = None, error: MeasurementError | None = None) -> None:
         if job.future.done():
             return
         self.stats.settled += 1
@@ -294,6 +210,9 @@ class Engine:
             assert row is not None
             job.future.set_result(row)
 
+    def _reason(self) -> str | None:
+        return self.stopped
+
     def _stop(self, reason: str) -> None:
         """No new request goes out; renderings with requests still unsent fail with `reason`. Those
         entirely in flight may still complete."""
@@ -304,116 +223,6 @@ class Engine:
         for job in list(self._jobs.values()):
             if not job.future.done() and (job.unsent > 0 or job.cassette is None):
                 self._settle(job, error=error)
-
-    async def _turn(self, unit: _Unit) -> None:
-        """Wait for this request's turn (rate, server pauses); refuse when stopped or over the cost cap."""
-        while True:
-            if self.stopped:
-                raise MeasurementError(f"not recorded: {self.stopped}", fatal=True)
-            await self._pacer.turn()
-            if self.stopped:
-                raise MeasurementError(f"not recorded: {self.stopped}", fatal=True)
-            if self.cost.allows(unit.tokens):
-                return
-            cap = self.limits.max_cost
-            self._stop(
-                f"--sys1cal-max-cost ${cap:g} reached: ${self.cost.dollars():.4f} spent and "
-                f"${dollars(self.cost.in_flight, self.limits.price):.4f} in flight; the next request would exceed it"
-            )
-
-    async def _exchange(self, unit: _Unit) -> tuple[WireResponse, Any]:
-        """Send one request (or replay it, new_episodes), retrying what is worth retrying; with the
-        answer, the interaction to record (None for a replayed one)."""
-        job, request = unit.job, unit.request
-        client = self._client
-        content = request.content()
-
-        def build() -> httpx.Request:
-            return client.build_request(
-                request.method, request.url, content=content, headers=dict(request.headers),
-                extensions={EXTENSION_KEY: job.cassette},
-            )  # fmt: skip
-
-        assert job.cassette is not None
-        first = build()
-        if job.cassette.can_play_response_for(to_vcr_request(first)):  # new_episodes: already recorded
-            job.unsent -= 1
-            replayed = await client.send(first)
-            return WireResponse(replayed.status_code, dict(replayed.headers), replayed.content), None
-
-        attempt, started = 0, 0.0
-        while True:
-            attempt += 1
-            await self._turn(unit)
-            if attempt == 1:  # the retry budget runs from the first send, not from the wait for a turn
-                job.unsent -= 1
-                started = time.monotonic()
-            answer, failure, retry_after = await self._attempt(unit, first if attempt == 1 else build())
-            if answer is not None:
-                return answer
-            assert failure is not None
-            delay = retry_after if retry_after is not None else backoff(attempt, self.limits, self._rng)
-            # A server that refuses every connection before answering anything is not up: say so after a few
-            # quick tries instead of spending the whole retry budget.
-            never_up = (
-                isinstance(failure, httpx.ConnectError) and self.stats.sent_ok == 0 and attempt >= NEVER_UP_ATTEMPTS
-            )
-            over_budget = time.monotonic() + delay > started + self.limits.retry_budget
-            if never_up or attempt >= self.limits.max_attempts or over_budget:
-                raise self._gave_up(request, failure, attempt, time.monotonic() - started)
-            self.stats.retries += 1
-            await asyncio.sleep(delay)
-
-    async def _attempt(
-        self, unit: _Unit, http_request: httpx.Request
-    ) -> tuple[tuple[WireResponse, Any] | None, BaseException | None, float | None]:
-        """One send: the answer with the interaction to record, or the failure worth retrying and the wait
-        the server asked for. Raises MeasurementError for what no retry would mend."""
-        projected = self.cost.projected(unit.tokens)
-        self.cost.in_flight += projected
-        if self.stats.first_send is None:
-            self.stats.first_send = time.monotonic()
-        try:
-            response = await self._client.send(http_request)
-        except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
-            self.cost.in_flight -= projected
-            raise MeasurementError(f"cannot send to {unit.request.url}: {exc}", fatal=True) from None
-        except httpx.TransportError as exc:
-            self.cost.in_flight -= projected
-            return None, exc, None
-        wire = WireResponse(response.status_code, dict(response.headers), response.content)
-        if wire.ok:
-            self.cost.answered(unit.tokens, projected, reported_input_tokens(wire))
-            self.stats.sent_ok += 1
-            self.stats.last_answer = time.monotonic()
-            return (wire, response.extensions.get(INTERACTION_KEY)), None, None
-        self.cost.in_flight -= projected  # assumed unbilled: the server did not answer
-        error = self.measurer.adapter.error(wire)
-        if wire.status not in RETRY_STATUSES or not error.retryable or error.fatal:
-            raise MeasurementError(f"server error: {error}", fatal=error.fatal)
-        retry_after = retry_after_seconds(wire.headers)
-        if wire.status in SLOW_DOWN_STATUSES:
-            self._pacer.hold(retry_after if retry_after is not None else self.limits.backoff_initial)
-        return None, error, retry_after
-
-    def _gave_up(self, request: WireRequest, failure: BaseException, attempts: int, elapsed: float) -> MeasurementError:
-        tried = f"{attempts} attempt{'s' if attempts != 1 else ''} in {elapsed:.1f} s"
-        if isinstance(failure, httpx.ConnectError):
-            # Nothing answers at that address: every other item would fail the same way.
-            return MeasurementError(
-                f"cannot connect to {request.url}: {failure} ({tried}; is the server up? check --sys1cal-base-url)",
-                fatal=True,
-            )
-        if isinstance(failure, httpx.TimeoutException):
-            return MeasurementError(
-                f"server error: no response from {request.url} within {self.limits.timeout:g} s ({tried}; "
-                f"raise --sys1cal-timeout if the server is slow)"
-            )
-        if isinstance(failure, httpx.TransportError):
-            return MeasurementError(
-                f"server error: no response from {request.url}: {type(failure).__name__}: {failure} ({tried})"
-            )
-        return MeasurementError(f"server error: {failure} ({tried})")
 
 
 def describe_exception(exc: BaseException) -> str:
