@@ -9,6 +9,7 @@ from pathlib import Path
 from .cassette_folder import CassetteFolder
 from .dataset import BUNDLED, Dataset, Rendering
 from .models.base import ModelAdapter
+from .node_ids import node_id
 from .options import Settings, argument
 
 
@@ -19,11 +20,10 @@ class Advice:
         self.dataset = dataset
         self.folder = folder
 
-    def command(self, mode: str, rendering: Rendering | None = None, cassettes: Path | None = None) -> str:
-        """`pytest --sys1cal …` for this run's model and cassettes in record mode `mode` (optionally one
-        rendering, optionally another cassette root)."""
+    def _run_parts(self, cassettes: Path | None = None) -> list[str]:
+        """``pytest --sys1cal`` and the options naming this run's model, version, dataset and cassette root."""
         dataset = self.dataset.name if self.dataset.name in BUNDLED else str(self.dataset.path)
-        parts = [
+        return [
             "pytest",
             "--sys1cal",
             argument("model", self.settings.model),
@@ -31,12 +31,21 @@ class Advice:
             argument("dataset", dataset),
             argument("cassettes", cassettes or self.folder.root),
         ]
+
+    def command(self, mode: str, rendering: Rendering | None = None, cassettes: Path | None = None) -> str:
+        """`pytest --sys1cal …` for this run's model and cassettes in record mode `mode` (optionally one
+        rendering, by its node id; optionally another cassette root)."""
+        parts = self._run_parts(cassettes)
         if self.settings.base_url is not None or mode != "none":
             parts.append(argument("base_url", self.adapter.base_url))
         parts.append(argument("record_mode", mode))
         if rendering is not None:
-            parts += ["-k", rendering.short_id]
+            parts.append(node_id(self.settings.model, rendering))
         return shlex.join(parts)
+
+    def list_ids(self) -> str:
+        """The command that lists this run's node ids (collection only: it sends and writes nothing)."""
+        return shlex.join([*self._run_parts(), "--co", "-q"])
 
     @property
     def key(self) -> str:
