@@ -1,15 +1,19 @@
-"""The commands the plugin prints. Each carries the run's own model, version, dataset, cassette folder and
-base URL, so that followed literally it acts on the same cassettes; none writes into a reconstructed set."""
+"""The commands the plugin prints. Each carries what shapes what this run asks (model, version, dataset,
+cassette folder, the server it was recorded from, repeats, the cost cap), so that followed literally it acts
+on the same cassettes the same way; none writes into a reconstructed set, and none carries URL credentials."""
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
 from .cassette_folder import CassetteFolder
 from .dataset import BUNDLED, Dataset, Rendering
 from .models.base import ModelAdapter
+from .node_ids import node_id
 from .options import Settings, argument
+from .redact import strip_userinfo
 
 
 class Advice:
@@ -19,11 +23,18 @@ class Advice:
         self.dataset = dataset
         self.folder = folder
 
-    def command(self, mode: str, rendering: Rendering | None = None, cassettes: Path | None = None) -> str:
-        """`pytest --sys1cal …` for this run's model and cassettes in record mode `mode` (optionally one
-        rendering, optionally another cassette root)."""
+    @property
+    def base_url(self) -> str:
+        """The server the printed commands record from: this run's --sys1cal-base-url (or ini key) when given,
+        else the one the folder was recorded from (its manifest's ``base_url``), else the adapter's (its
+        environment variable or public default); never with credentials."""
+        url = self.settings.base_url or self.folder.base_url or self.adapter.base_url
+        return strip_userinfo(url.rstrip("/"))
+
+    def _run_parts(self, cassettes: Path | None = None) -> list[str]:
+        """``pytest --sys1cal`` and the options naming this run's model, version, dataset and cassette root."""
         dataset = self.dataset.name if self.dataset.name in BUNDLED else str(self.dataset.path)
-        parts = [
+        return [
             "pytest",
             "--sys1cal",
             argument("model", self.settings.model),
@@ -31,18 +42,48 @@ class Advice:
             argument("dataset", dataset),
             argument("cassettes", cassettes or self.settings.cassettes),
         ]
+
+    def command(self, mode: str, rendering: Rendering | None = None, cassettes: Path | None = None) -> str:
+        """`pytest --sys1cal …` for this run's model and cassettes in record mode `mode` (optionally one
+        rendering, by its node id; optionally another cassette root). Repeats are kept when this run was given
+        them, and re-recording this folder (mode ``all``) asks as many as it holds; the cost cap is kept."""
+        parts = self._run_parts(cassettes)
         if self.settings.base_url is not None or mode != "none":
-            parts.append(argument("base_url", self.adapter.base_url))
+            parts.append(argument("base_url", self.base_url))
+        repeats = self.settings.repeats
+        if repeats is None and mode == "all" and cassettes is None and self.folder.manifest is not None:
+            repeats = int(self.folder.manifest["repeats"])  # else `all` would ask the recording default
+        if repeats is not None:
+            parts.append(argument("repeats", repeats))
+        if self.settings.max_cost is not None and mode != "none":
+            parts.append(argument("max_cost", self.settings.max_cost))
         parts.append(argument("record_mode", mode))
         if rendering is not None:
-            parts += ["-k", rendering.short_id]
+            parts.append(node_id(self.settings.model, rendering))
         return shlex.join(parts)
+
+    def list_ids(self) -> str:
+        """The command that lists this run's node ids (collection only: it sends and writes nothing)."""
+        return shlex.join([*self._run_parts(), "--co", "-q"])
 
     @property
     def key(self) -> str:
-        """How to say that recording needs the API key (never a placeholder inside a command)."""
-        adapter = self.adapter
-        return f"export {adapter.key_env}, then " if adapter.key_required else ""
+        """How to say that recording needs the API key, when it is not set (never a placeholder inside a
+        command); nothing when this process has it."""
+        missing = self.adapter.missing_key()
+        if not missing:
+            return ""
+        return f"export {self.adapter.key_env}, then " if self.adapter.key_env else f"({missing}) then "
+
+    @property
+    def thresholds_file(self) -> str | None:
+        """The thresholds file in force, as the user would type it (relative to the working directory when
+        inside it), or None when this run reads none."""
+        path = self.settings.thresholds
+        if path is None:
+            return None
+        relative = os.path.relpath(path)
+        return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
 
     def record_elsewhere(self, rendering: Rendering | None = None) -> str:
         """Record this model into a cassette root of its own: beside the current one, or (for the bundled

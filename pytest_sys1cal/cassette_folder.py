@@ -16,8 +16,10 @@ from .cassettes import SECRET_HEADER
 from .dataset import Dataset, Rendering
 from .errors import InputError
 from .files import write_atomic
+from .folder_lock import FolderLock
 from .manifest import MANIFEST, after_recording, new_manifest, read_manifest
 from .questions import ALL_QUESTIONS
+from .redact import strip_userinfo
 from .vocabulary import MANIFEST_SCHEMA, RECORD_MODES
 
 if TYPE_CHECKING:
@@ -81,6 +83,8 @@ class CassetteFolder:
         self.manifest: dict[str, Any] | None = read_manifest(self.path / MANIFEST, model, version)
         self._created_manifest = False
         self._replaced_manifest: dict[str, Any] | None = None
+        self._lock = FolderLock(self.path)
+        self._base_url: str | None = None
 
     # ------------------------------------------------------------------ what the folder holds
 
@@ -114,6 +118,12 @@ class CassetteFolder:
     @property
     def server_model(self) -> str | None:
         return (self.manifest or {}).get("server_model")
+
+    @property
+    def base_url(self) -> str | None:
+        """The server origin the cassettes were (last) recorded from, without credentials; None when the
+        manifest does not say (reconstructed sets, folders recorded before the field existed)."""
+        return (self.manifest or {}).get("base_url")
 
     @property
     def recorded_settings(self) -> Mapping[str, Any]:
@@ -179,49 +189,76 @@ class CassetteFolder:
     # ------------------------------------------------------------------ recording
 
     def start_recording(
-        self, dataset: Dataset, repeats: int, questions: Sequence[str], settings: Mapping[str, Any]
-    ) -> None:
-        """Before the first request: sweep what a killed recording left half-written, and write the manifest
-        (a new one when this run asks afresh), so an interrupted recording is resumable."""
+        self,
+        dataset: Dataset,
+        repeats: int,
+        questions: Sequence[str],
+        settings: Mapping[str, Any],
+        base_url: str | None = None,
+    ) -> str | None:
+        """Before the first request: take the folder's recording lock (FolderLocked, an InputError, while
+        another live recording holds it), sweep what a killed recording left half-written, and write the
+        manifest (a new one when this run asks afresh), so an interrupted recording is resumable. `base_url`
+        (the server recorded from) is kept in the manifest without its credentials. Returns a notice when a
+        killed recording's lock was taken over."""
+        notice = self._lock.acquire()
+        self._base_url = strip_userinfo(base_url) if base_url else None
         for leftover in self.path.glob("*/.*.json.*.tmp"):
             with contextlib.suppress(OSError):
                 leftover.unlink()
         if self.asks_afresh:
             self._replaced_manifest = self.manifest
-            self.manifest = new_manifest(self.model, self.version, dataset, repeats, questions, settings)
+            self.manifest = new_manifest(
+                self.model, self.version, dataset, repeats, questions, settings, base_url=self._base_url
+            )
             self.write_manifest(self.manifest)
             self._created_manifest = True
+        return notice
 
     def finish_recording(self, rows: Iterable[ResultRow], repeats: int) -> None:
         """After the last answer: the manifest says what was recorded; a recording that saved nothing leaves
-        nothing behind (the manifest it wrote, the folders it made)."""
-        rows = list(rows)
+        nothing behind (the manifest it wrote, the folders it made). The lock is released whatever happens."""
+        try:
+            empty = self._settle_manifest(list(rows), repeats)
+            if empty:
+                (self.path / MANIFEST).unlink(missing_ok=True)
+        finally:
+            self._lock.release()
+        if empty:
+            self._remove_empty_folders()
+
+    def release(self) -> None:
+        """Release the recording lock if this run still holds it (a run that ended before finishing)."""
+        self._lock.release()
+
+    def _settle_manifest(self, rows: list[ResultRow], repeats: int) -> bool:
+        """Write the manifest the recording leaves; True when it saved nothing into a folder it created."""
         if not any(row.recorded for row in rows):
             if self._created_manifest:
                 self.manifest = self._replaced_manifest
                 if self.manifest is None:
-                    self._remove_empty_folder()
-                else:
-                    self.write_manifest(self.manifest)
-            return
+                    return not any(self.path.glob("*/*.json"))
+                self.write_manifest(self.manifest)
+            return False
         if self.manifest is None:
-            return
-        updated = after_recording(self.manifest, rows, repeats)
+            return False
+        updated = after_recording(self.manifest, rows, repeats, self._base_url)
         if updated is not None:
             self.manifest = updated
             self.write_manifest(updated)
+        return False
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:
         text = json.dumps({"schema": MANIFEST_SCHEMA, **manifest}, indent=2, sort_keys=True) + "\n"
         write_atomic(self.path / MANIFEST, self.redactor.text(text))
 
-    def _remove_empty_folder(self) -> None:
-        if any(self.path.glob("*/*.json")):
-            return
-        (self.path / MANIFEST).unlink(missing_ok=True)
+    def _remove_empty_folders(self) -> None:
+        """The folders a recording that saved nothing made, where they are empty (another recording may have
+        started in them since: then they stay)."""
         for directory in [*sorted(self.path.glob("*/"), reverse=True), self.path, self.path.parent, self.root]:
-            if directory.is_dir() and not any(directory.iterdir()):
-                directory.rmdir()
+            with contextlib.suppress(OSError):
+                if directory.is_dir() and not any(directory.iterdir()):
+                    directory.rmdir()
 
     # ------------------------------------------------------------------ what a recording writes
 

@@ -14,6 +14,7 @@ from .dataset import Dataset, Rendering
 from .errors import MeasurementError
 from .gates.rows import GateRow, passes
 from .measure import Measurer
+from .node_ids import SUITE, item_name
 from .results import ResultRow
 
 MARKER = "sys1cal: a Sys1Cal benchmark rendering (added automatically by pytest-sys1cal)"
@@ -57,25 +58,30 @@ class Sys1CalItem(pytest.Item):
         return self.dataset_path, self.rendering.line - 1, f"sys1cal {self.rendering.short_id}"
 
 
-def item_name(model: str, rendering: Rendering) -> str:
-    """The item's name: ``<model>[<family>/<instance id>]`` (its node id is ``sys1cal::`` + this)."""
-    return f"{model}[{rendering.family}/{rendering.short_id}]"
-
-
 class Sys1CalSuite(pytest.Collector):
     """The collection node holding the benchmark's items; it stands where a test file would."""
 
-    def __init__(self, *, model: str, dataset: Dataset, measurer: Measurer, **kwargs: Any):
+    def __init__(
+        self,
+        *,
+        model: str,
+        dataset: Dataset,
+        measurer: Measurer,
+        only: Sequence[Rendering] | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         self.model = model
         self.dataset = dataset
         self.measurer = measurer
+        self.only = only
 
     def collect(self) -> list[Sys1CalItem]:
-        """Items in dataset order (family, then id) with stable ids ``sys1cal::<model>[<family>/<id>]``."""
+        """Items in dataset order (family, then id) with stable ids ``sys1cal::<model>[<family>/<id>]``: every
+        rendering, or only those named on the command line (`only`)."""
         items = []
         mark = pytest.mark.sys1cal  # one mark for every item: building one per item costs more than the item
-        for rendering in self.dataset.renderings:
+        for rendering in self.dataset.renderings if self.only is None else self.only:
             name = item_name(self.model, rendering)
             items.append(
                 Sys1CalItem.from_parent(
@@ -91,10 +97,17 @@ class Sys1CalSuite(pytest.Collector):
         return items
 
 
-def collect_suite(session: pytest.Session, model: str, dataset: Dataset, measurer: Measurer) -> list[Sys1CalItem]:
-    """Collect the benchmark and announce it like any collected file, so pytest counts its items."""
+def collect_suite(
+    session: pytest.Session,
+    model: str,
+    dataset: Dataset,
+    measurer: Measurer,
+    only: Sequence[Rendering] | None = None,
+) -> list[Sys1CalItem]:
+    """Collect the benchmark (every rendering, or `only` those) and announce it like any collected file, so
+    pytest counts its items."""
     suite = Sys1CalSuite.from_parent(
-        session, name="sys1cal", nodeid="sys1cal", model=model, dataset=dataset, measurer=measurer
+        session, name=SUITE, nodeid=SUITE, model=model, dataset=dataset, measurer=measurer, only=only
     )
     items = suite.collect()
     session.config.hook.pytest_collectreport(report=pytest.CollectReport(suite.nodeid, "passed", None, items))

@@ -94,10 +94,12 @@ def load_dataset(spec: str | Path) -> Dataset:
     seen: dict[str, int] = {}
     latent_p: dict[str, tuple[float, int]] = {}
     rubrics: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per distinct Score rubric, shared
+    offset = 0  # of the line's first byte in the file
     with path.open("rb") as handle:  # line by line: never the whole file in memory at once
         for number, raw in enumerate(handle, start=1):
             digest.update(raw)
-            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            text = _decode(path, number, raw, offset).rstrip("\r\n")
+            offset += len(raw)
             if not text.strip():
                 continue
             rendering = _parse_line(path, number, text, rubrics)
@@ -107,6 +109,20 @@ def load_dataset(spec: str | Path) -> Dataset:
         raise DatasetError(f"{path}: the file holds no renderings")
     renderings.sort(key=lambda r: (r.family, r.short_id))
     return Dataset(name=name, path=path, sha256=digest.hexdigest(), renderings=tuple(renderings))
+
+
+def _decode(path: Path, number: int, raw: bytes, offset: int) -> str:
+    """The line as text, strictly UTF-8: a byte that is not (a Latin-1 or Windows-1252 export, a truncated
+    character) would reach the model as a replacement character, silently changing the question."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = raw[exc.start]
+        raise DatasetError(
+            f"{path}:{number}: byte 0x{byte:02x} at byte offset {exc.start} of the line (offset {offset + exc.start} "
+            f"of the file) is not UTF-8 ({exc.reason}); save the file as UTF-8 (e.g. iconv -f cp1252 -t utf-8) or "
+            "fix the character there"
+        ) from None
 
 
 def _check_unique(

@@ -11,10 +11,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .dataset import Dataset
 from .errors import InputError
 from .questions import ALL_QUESTIONS
+from .redact import strip_userinfo
 from .vocabulary import MANIFEST_SCHEMA
 
 if TYPE_CHECKING:
@@ -60,6 +62,9 @@ class _Checker:
             close = difflib.get_close_matches(unknown[0], list(_FIELDS), n=1, cutoff=0.6)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise self.fail(unknown[0], f"unknown field{hint}; allowed: {', '.join(_FIELDS)}")
+        url = m.get("base_url")
+        if isinstance(url, str) and strip_userinfo(url) != url:  # never echo the credentials themselves
+            raise self.fail("base_url", f"carries credentials; write it as {json.dumps(strip_userinfo(url))}")
         for key, (required, valid, wanted) in _FIELDS.items():
             if key not in m:
                 if required:
@@ -94,6 +99,17 @@ def _dataset(value: Any) -> bool:
     )
 
 
+def _base_url(value: Any) -> bool:
+    """An http(s) origin (optionally with a path), with no credentials in it."""
+    if not _text(value):
+        return False
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and "@" not in parts.netloc
+
+
 def _questions(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(q in ALL_QUESTIONS for q in value)
 
@@ -104,6 +120,7 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "model": (True, _text, "the model name (text)"),
     "version": (True, _text, "the model version (text)"),
     "server_model": (False, lambda v: v is None or _text(v), "the model id the server reported (text or null)"),
+    "base_url": (False, _base_url, "the http(s) URL recorded from, without credentials (no user:password@)"),
     "dataset": (True, _dataset, 'an object {"name": text, "sha256": 64 hex digits}'),
     "repeats": (True, _whole, "a whole number ≥ 1 (samples per rendering)"),
     "repeats_per_answer": (False, _whole, "a whole number ≥ 1 (model repeats averaged into each answer)"),
@@ -123,10 +140,13 @@ def new_manifest(
     repeats: int,
     questions: Sequence[str],
     settings: Mapping[str, Any] | None = None,
+    base_url: str | None = None,
 ) -> dict[str, Any]:
-    """Written before the first request, so an interrupted recording is resumable."""
+    """Written before the first request, so an interrupted recording is resumable. `base_url` is the server
+    recorded from, its credentials already stripped."""
     return {
         **({"settings": dict(settings)} if settings else {}),
+        **({"base_url": base_url} if base_url else {}),
         "model": model,
         "version": version,
         "server_model": None,
@@ -138,8 +158,11 @@ def new_manifest(
     }
 
 
-def after_recording(manifest: Mapping[str, Any], results: Sequence[ResultRow], repeats: int) -> dict[str, Any] | None:
-    """The manifest once this run's results are in; None when this run recorded nothing."""
+def after_recording(
+    manifest: Mapping[str, Any], results: Sequence[ResultRow], repeats: int, base_url: str | None = None
+) -> dict[str, Any] | None:
+    """The manifest once this run's results are in (`base_url`: the server this run recorded from, without
+    credentials; the manifest keeps the latest); None when this run recorded nothing."""
     recorded = [row for row in results if row.recorded]
     if not recorded:
         return None
@@ -150,6 +173,7 @@ def after_recording(manifest: Mapping[str, Any], results: Sequence[ResultRow], r
         "server_model": ", ".join(server_models) or manifest.get("server_model"),
         "recorded_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
         "source": source if source == "recorded" else "mixed",
+        **({"base_url": base_url} if base_url else {}),
     }
     if not any(row.error for row in results):
         updated["repeats"] = repeats

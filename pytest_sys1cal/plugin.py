@@ -6,12 +6,13 @@ scipy, httpx or vcrpy import). With it, `ActiveRun` is registered as a plugin an
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from .dataset import Rendering
     from .run import Sys1CalRun
 
 RUN_KEY = pytest.StashKey["Sys1CalRun"]()
@@ -52,8 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if not active(config):
         given_without_sys1cal(config)
+        _no_node_ids_without_sys1cal(config)
         return
     from .collect import MARKER
+    from .errors import usage_errors
+    from .node_ids import select_renderings, take_node_ids
     from .options import WORKERINPUT_KEY, Settings, resolve_settings
     from .run import Sys1CalRun
 
@@ -69,11 +73,21 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = Settings.from_json(workerinput[WORKERINPUT_KEY])
         run = Sys1CalRun(config, settings, controller=False, repeats=workerinput["sys1cal_repeats"])
     config.stash[RUN_KEY] = run
-    config.pluginmanager.register(ActiveRun(run), "sys1cal-run")
+    node_ids = take_node_ids(config.args, config.invocation_params.dir)  # on workers too: they re-parse the argv
+    with usage_errors():
+        only = select_renderings(node_ids, run.settings.model, run.dataset, run.advice.list_ids()) if node_ids else None
+    config.pluginmanager.register(ActiveRun(run, only), "sys1cal-run")
     if run.recording is not None:  # a replay pays for none of recording's hooks or imports
         from .recording_hooks import RecordingHooks
 
         config.pluginmanager.register(RecordingHooks(run, run.recording, controller=controller), "sys1cal-recording")
+
+
+def _no_node_ids_without_sys1cal(config: pytest.Config) -> None:
+    """A benchmark item's node id given without ``--sys1cal`` (pytest would say the file does not exist)."""
+    named = [arg for arg in config.args if arg.startswith("sys1cal::")]
+    if named:
+        raise pytest.UsageError(f"{named[0]} is a benchmark item, which runs only with --sys1cal; add --sys1cal")
 
 
 class XdistHooks:
@@ -94,9 +108,10 @@ class ActiveRun:
     """The hooks of a run with ``--sys1cal``. On an xdist worker it measures; on the controller (or
     without xdist) it also aggregates the results that arrive on test reports and prints once."""
 
-    def __init__(self, run: Sys1CalRun):
+    def __init__(self, run: Sys1CalRun, only: Sequence[Rendering] | None = None):
         self.run = run
         self.controller = run.controller
+        self.only = only  # the renderings named by node id on the command line; None: every rendering
 
     def pytest_report_header(self) -> str:
         return self.run.header()
@@ -110,7 +125,7 @@ class ActiveRun:
         from .collect import collect_suite
 
         run = self.run
-        items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer)
+        items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer, self.only)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from .collect import renderings_of, renderings_of_nodeids
+from .errors import usage_errors
 from .recording.engine import Engine
 from .recording.plan import Plan, duration, make_plan
 from .recording.policy import Limits
@@ -136,7 +137,7 @@ class Run(Protocol):
     adapter: ModelAdapter
     measurer: Measurer
 
-    def start_recording(self) -> None: ...
+    def start_recording(self) -> str | None: ...
 
 
 class RecordingHooks:
@@ -194,4 +195,7 @@ class RecordingHooks:
         if refusal:
             raise pytest.UsageError(refusal)
         if plan.renderings:
-            run.start_recording()
+            with usage_errors():  # another live recording holds the folder: refused before anything is sent
+                notice = run.start_recording()
+            if notice:
+                say(run.config, notice, yellow=True)

@@ -147,8 +147,13 @@ class Sys1CalRun:
             f"cassettes {self.folder.path}; seed {self.settings.seed}; thresholds {thresholds}"
         )
 
-    def start_recording(self) -> None:
-        self.folder.start_recording(self.dataset, self.repeats, self.folder.questions, self.adapter.settings())
+    def start_recording(self) -> str | None:
+        """Lock the folder and write the manifest before the first request; a notice when a killed
+        recording's lock was taken over."""
+        folder, adapter = self.folder, self.adapter
+        return folder.start_recording(
+            self.dataset, self.repeats, folder.questions, adapter.settings(), adapter.base_url
+        )
 
     # ------------------------------------------------------------------ controller: rows, report
 
@@ -202,7 +207,7 @@ class Sys1CalRun:
     def _report_lines(self, report: Report) -> list[Line]:
         from .report.terminal import summary_lines
 
-        return summary_lines(report.data, rerecord=self.advice.after_failed_gates())
+        return summary_lines(report.data, self.advice.after_failed_gates(), self.advice.thresholds_file)
 
     def gate_location(self, name: str) -> tuple[str, int]:
         """The file and line that configure the gate `name` (for JUnit XML)."""
@@ -219,6 +224,7 @@ class Sys1CalRun:
     def close(self) -> None:
         if self.recording is not None:
             self.recording.close()
+            self.folder.release()  # a recording that never reached finish() must not leave its lock
         self.measurer.close()
 
 

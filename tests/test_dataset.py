@@ -126,3 +126,32 @@ def test_missing_file_and_empty_file(tmp_path: Path) -> None:
     empty.write_text("\n")
     with pytest.raises(DatasetError, match="holds no renderings"):
         load_dataset(empty)
+
+
+def test_a_byte_that_is_not_utf8_is_refused_with_its_line_and_offsets(tmp_path: Path) -> None:
+    """Decoded leniently, a Latin-1 "é" inside an otherwise valid record would reach the model as "�"."""
+    lines = [json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n" for row in _lines()]
+    column = lines[2].index(b'"proposition": "') + len('"proposition": "')
+    lines[2] = lines[2][:column] + b"caf\xe9 " + lines[2][column:]  # inside a string value: valid JSON otherwise
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b"".join(lines))
+    in_line = column + 3
+    in_file = len(lines[0]) + len(lines[1]) + in_line
+    with pytest.raises(DatasetError) as excinfo:
+        load_dataset(path)
+    assert str(excinfo.value) == (
+        f"{path}:3: byte 0xe9 at byte offset {in_line} of the line (offset {in_file} of the file) is not UTF-8 "
+        "(invalid continuation byte); save the file as UTF-8 (e.g. iconv -f cp1252 -t utf-8) or fix the character there"
+    )
+    assert path.read_bytes()[in_file] == 0xE9
+
+
+def test_a_dataset_that_is_not_utf8_is_one_usage_error(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(PARALLEL.read_bytes().replace(b"bayes", b"bay\xe9s", 1))
+    result = pytester.runpytest("--sys1cal", f"--sys1cal-dataset={path}", "--co")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: {path}:*: byte 0xe9 at byte offset * is not UTF-8 *; save the file as UTF-8*"]
+    )
+    assert "Traceback" not in result.stderr.str()

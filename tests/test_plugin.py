@@ -121,7 +121,8 @@ def test_missing_cassette_fails_the_item_naming_file_and_command(pytester: pytes
             "or export TYPESAFE_API_KEY, then record the model elsewhere with: pytest --sys1cal --sys1cal-model=jev "
             "--sys1cal-model-version=jev-1.13.0 --sys1cal-dataset=sys1cal-v1 "
             f"--sys1cal-cassettes={tmp_path / 'cassettes-recorded'} --sys1cal-base-url=https://api.typesafe.ai "
-            "--sys1cal-record-mode=once -k frequency__seed_000042__repr_prose",
+            # The rendering by its node id (fnmatch: "[[]" is a literal "[").
+            "--sys1cal-record-mode=once 'sys1cal::jev[[]frequency/frequency__seed_000042__repr_prose]'",
         ]
     )
     assert "Traceback" not in result.stdout.str()

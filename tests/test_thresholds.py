@@ -238,6 +238,47 @@ MISTAKES = {
         "jev:\n\tnoul: {}\n",
         "2: not valid YAML: while scanning for the next token found character '\\t' that cannot start any token",
     ),
+    # Alias bombs and tags: every one said in words, never an internal repr or a traceback (issue 20).
+    "alias bomb as a limit": (
+        "jev:\n  noul: {min_mean_ovl: &a [*a, *a]}\n",
+        "2: jev.noul.min_mean_ovl: expected a number, got a list",
+    ),
+    "alias to a mapping as a limit": (
+        "jev:\n  noul: &n {min_mean_ovl: 0.9}\n  score: {min_mean_ovl: *n}\n",
+        "2: jev.score.min_mean_ovl: expected a number, got a mapping",  # the line of what the alias names
+    ),
+    "alias bomb in the primitives list": (
+        "jev:\n  regression:\n    primitives: &p [*p, noul]\n",
+        "3: jev.regression.primitives: expected primitive names, found a list in the list",
+    ),
+    "mapping in the primitives list": (
+        "jev:\n  regression:\n    primitives: [{noul: 1}]\n",
+        "3: jev.regression.primitives: expected primitive names, found a mapping in the list",
+    ),
+    "a list as a key": (
+        "jev:\n  ? [noul]\n  : {min_mean_ovl: 0.9}\n",
+        "2: jev: keys must be text, found a list as a key",
+    ),
+    "unsupported tag as a limit": (
+        "jev:\n  noul: {min_mean_ovl: !custom 0.9}\n",
+        "2: jev.noul.min_mean_ovl: expected a number, got '0.9' (with the YAML tag !custom, which is not supported here)",
+    ),
+    "python tag as a limit": (
+        "jev:\n  noul: {min_mean_ovl: !!python/object/apply:os.getpid []}\n",
+        "2: jev.noul.min_mean_ovl: expected a number, got a list",
+    ),
+    "invalid boolean": (
+        "jev:\n  uncertainty: {require_lambda_positive: !!bool maybe}\n",
+        "2: jev.uncertainty.require_lambda_positive: expected true or false, got 'maybe' (not a valid !!bool)",
+    ),
+    "invalid date": (
+        "jev:\n  noul: {min_mean_ovl: !!timestamp soon}\n",
+        "2: jev.noul.min_mean_ovl: expected a number, got 'soon' (not a valid !!timestamp)",
+    ),
+    "a set as a limit": (
+        "jev:\n  noul: {min_mean_ovl: !!set {0.9}}\n",
+        "2: jev.noul.min_mean_ovl: expected a number, got a set",
+    ),
     "model name typo": (
         "jve:\n  noul: {min_mean_ovl: 0.9}\n",
         "1: jve: this run's model is 'jev', which has no section; is 'jve' a typo of 'jev'? (models in the file: jve)",
@@ -248,6 +289,7 @@ MISTAKES = {
 @pytest.mark.parametrize("text, expected", MISTAKES.values(), ids=MISTAKES.keys())
 def test_every_mistake_names_file_line_path_and_allowed_keys(tmp_path: Path, text: str, expected: str) -> None:
     assert error_of(tmp_path, text) == expected
+    assert " object at 0x" not in expected and "tag:yaml.org" not in expected
 
 
 def test_unknown_model_against_the_registered_adapters(tmp_path: Path) -> None:

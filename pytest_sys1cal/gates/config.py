@@ -129,11 +129,13 @@ class _Nodes:
                     _join(path, "<<"),
                     "YAML merge keys (<<) are not supported; use an alias (*name) for a whole section",
                 )
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
-                shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else _node_text(key_node)
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise self.fail(_line(key_node), path, f"keys must be text, found {_node_text(key_node)} as a key")
+            if key_node.tag != "tag:yaml.org,2002:str":
+                shown = key_node.value
                 raise self.fail(
                     _line(key_node),
-                    _join(path, str(shown)),
+                    _join(path, shown),
                     f'keys must be text; quote it ("{shown}") if it is a version',
                 )
             key = key_node.value
@@ -144,9 +146,14 @@ class _Nodes:
         return out
 
     def scalar(self, node: yaml.Node) -> Any:
+        """The node's value, or `_Unsupported` for what no key takes: a list or mapping (an alias to one
+        included), or a tag the safe loader does not construct (``!custom``, ``!!python/…``)."""
         if not isinstance(node, yaml.ScalarNode):
             return _Unsupported(node)
-        return self.constructor.construct_object(node, deep=True)
+        try:
+            return self.constructor.construct_object(node, deep=True)
+        except Exception:  # a constructor's own failure on the user's value: !!bool maybe, !!timestamp abc
+            return _Unsupported(node)
 
     def number(
         self,
@@ -385,6 +392,10 @@ class _Reader(_Layers):
             names = []
             for item in node.value:
                 name = self.scalar(item)
+                if not isinstance(name, str):
+                    raise self.fail(
+                        _line(item), path, f"expected primitive names, found {_node_text(item)} in the list"
+                    )
                 if name not in PRIMITIVES:
                     close = difflib.get_close_matches(str(name), PRIMITIVES, n=1, cutoff=0.6)
                     hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -421,8 +432,15 @@ def _merge(base: _Layer, layer: _Layer) -> dict[str, dict[str, _Value]]:
 
 
 class _Unsupported:
+    """A YAML node that is not a plain value; shown in words wherever it lands in a message."""
+
     def __init__(self, node: yaml.Node):
         self.node = node
+
+    def __str__(self) -> str:
+        return _node_text(self.node)
+
+    __repr__ = __str__
 
 
 def _is_null(node: yaml.Node) -> bool:
@@ -437,16 +455,29 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+_SCALAR_KINDS = {
+    "tag:yaml.org,2002:str": "text",
+    "tag:yaml.org,2002:bool": "a boolean",
+    "tag:yaml.org,2002:int": "an integer",
+    "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:null": "null",
+    "tag:yaml.org,2002:timestamp": "a date",
+    "tag:yaml.org,2002:binary": "binary data",
+}
+
+
 def _node_text(node: yaml.Node) -> str:
+    """What a node is, in words, for messages: never a Python repr or a tag URI."""
     if isinstance(node, yaml.MappingNode):
-        return "a mapping"
+        return "a set" if node.tag == "tag:yaml.org,2002:set" else "a mapping"
     if isinstance(node, yaml.SequenceNode):
         return "a list"
-    kind = {
-        "tag:yaml.org,2002:str": "text",
-        "tag:yaml.org,2002:bool": "a boolean",
-        "tag:yaml.org,2002:int": "an integer",
-        "tag:yaml.org,2002:float": "a number",
-        "tag:yaml.org,2002:null": "null",
-    }.get(node.tag, node.tag)
+    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+    kind = _SCALAR_KINDS.get(node.tag)
+    if kind is None:
+        return f"{node.value!r} (with the YAML tag {tag}, which is not supported here)"
+    try:
+        yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+    except Exception:  # as in _Reader.scalar
+        return f"{node.value!r} (not a valid {tag})"
     return f"{node.value!r} ({kind})"

@@ -13,7 +13,7 @@ from .table import Table, aligned
 
 # (text, markup) pairs: markup is passed to TerminalReporter.write_line (e.g. {"red": True}).
 Line = tuple[str, dict[str, bool]]
-
+THRESHOLDS = "thresholds.yaml"  # the default thresholds file, named where the run does not say which is in force
 
 VERDICT_MARKUP = {
     Verdict.PASSED: {"green": True},
@@ -31,9 +31,11 @@ def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) 
     return lines
 
 
-def summary_lines(result: Mapping[str, Any], rerecord: tuple[str, str] | None = None) -> list[Line]:
-    """rerecord: (what to do, the command) when the model changed on purpose; from the run, which knows the
-    cassettes and options (a report alone does not)."""
+def summary_lines(
+    result: Mapping[str, Any], rerecord: tuple[str, str] | None = None, thresholds: str | None = THRESHOLDS
+) -> list[Line]:
+    """rerecord: (what to do, the command) when the model changed on purpose; thresholds: the thresholds file
+    in force (None: none). Both from the run, which knows the cassettes and options (a report alone does not)."""
     model, dataset = result["model"], result["dataset"]
     counts = result["counts"]
     lines: list[Line] = [
@@ -53,7 +55,7 @@ def summary_lines(result: Mapping[str, Any], rerecord: tuple[str, str] | None = 
     for comparison in (comparison_table(result), family_delta_table(result)):
         if comparison:
             lines += [("", {})] + format_table(comparison)
-    lines += gate_lines(result, rerecord)
+    lines += gate_lines(result, rerecord, thresholds)
     return lines
 
 
@@ -63,11 +65,15 @@ def repeats_phrase(repeats: int, per_answer: int = 1) -> str:
     return f"{phrase}, each answer the mean of {per_answer}" if per_answer > 1 else phrase
 
 
-def gate_lines(result: Mapping[str, Any], rerecord: tuple[str, str] | None = None) -> list[Line]:
-    """The gate block: failures in red with what to do about them, inconclusive comparisons in yellow."""
+def gate_lines(
+    result: Mapping[str, Any], rerecord: tuple[str, str] | None = None, thresholds: str | None = THRESHOLDS
+) -> list[Line]:
+    """The gate block: failures in red with what to do about them (naming the thresholds file in force),
+    inconclusive comparisons in yellow."""
     table = gate_table(result)
     if table is None:
-        return [("", {}), ("Gates: none configured for this model (see thresholds.yaml)", {"bold": True})]
+        where = f"see {thresholds}" if thresholds else f"no {THRESHOLDS} found"
+        return [("", {}), (f"Gates: none configured for this model ({where})", {"bold": True})]
     gates = result["gates"]
     lines = [("", {})] + format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
     failed = [g for g in gates if g["verdict"] == Verdict.FAILED]
@@ -76,7 +82,8 @@ def gate_lines(result: Mapping[str, Any], rerecord: tuple[str, str] | None = Non
         lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates)} gates", {"red": True, "bold": True}))
         lines += [(f"  {g['name']}: {g['explanation']}", {"red": True}) for g in failed]
         what, command = rerecord or ("re-record it with --sys1cal-record-mode=all and this run's other options", "")
-        lines.append((f"  If the model changed on purpose, review thresholds.yaml and {what}:", {"red": True}))
+        review = f"review {thresholds} and " if thresholds else ""
+        lines.append((f"  If the model changed on purpose, {review}{what}:", {"red": True}))
         if command:
             lines.append((f"    {command}", {"red": True}))
         lines.append(("  otherwise this is a regression.", {"red": True}))

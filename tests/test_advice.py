@@ -1,0 +1,166 @@
+"""The commands and hints the plugin prints (issue 20): they carry the server the folder was recorded from
+(kept in the manifest, without credentials), the repeats, dataset and cost cap of the run, say "export" only
+when the key is missing, and name the thresholds file in force. Printed commands are run as printed."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_sys1cal.errors import InputError
+from pytest_sys1cal.manifest import read_manifest
+from tests.loopback import Behaviour, LoopbackServer
+from tests.test_recording import subset
+
+REPO = Path(__file__).resolve().parent.parent
+JEV = REPO / "cassettes" / "jev" / "jev-1.13.0"
+QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+def sys1cal(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--sys1cal", *QUIET, *args)
+
+
+def text(result: pytest.RunResult) -> str:
+    return result.stdout.str() + result.stderr.str()
+
+
+def printed_command(result: pytest.RunResult, after: str) -> list[str]:
+    """The command printed after `after` on its line (or on the next line), split as a shell would."""
+    lines = result.stdout.lines
+    index = next(i for i, line in enumerate(lines) if after in line)
+    rest = lines[index].split(after, 1)[1].strip()
+    return shlex.split(rest or lines[index + 1].strip())
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, pytester: pytest.Pytester):
+    """Six renderings recorded with two repeats from a loopback server reached through a URL with
+    credentials (which the manifest must not keep); the server stays up for the test."""
+    dataset, renderings = subset(tmp_path / "six.jsonl", 6)
+    root = tmp_path / "cassettes"
+    with LoopbackServer.for_renderings(renderings, Behaviour(bias=1.5)) as server:
+        with_credentials = server.url.replace("http://", "http://ci-user:hunter2@")
+        result = sys1cal(
+            pytester, "--sys1cal-model=systemone", f"--sys1cal-base-url={with_credentials}",
+            f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once",
+            "--sys1cal-repeats=2",
+        )  # fmt: skip
+        assert result.ret == pytest.ExitCode.OK, text(result)
+        yield server, dataset, root, root / "systemone" / "jev-latest"
+
+
+def test_the_manifest_keeps_the_base_url_without_credentials(recorded) -> None:
+    server, _dataset, _root, folder = recorded
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["base_url"] == server.url
+    assert "hunter2" not in (folder / "manifest.json").read_text() and "ci-user" not in str(manifest)
+
+
+def test_advice_records_from_the_folders_server_with_the_runs_repeats_as_printed(
+    pytester: pytest.Pytester, recorded
+) -> None:
+    server, dataset, root, folder = recorded
+    missing = next(folder.glob("*/*.json"))
+    missing.unlink()
+    # Replayed without --sys1cal-base-url: the advice names the server the folder was recorded from, not the
+    # adapter's default, and keeps the dataset and the repeats this run was given.
+    result = sys1cal(
+        pytester, "--sys1cal-model=systemone", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}",
+        "--sys1cal-repeats=2",
+    )  # fmt: skip
+    result.assert_outcomes(passed=5, failed=1)
+    command = printed_command(result, "record it with: ")
+    for option in (
+        f"--sys1cal-base-url={server.url}",
+        f"--sys1cal-dataset={dataset}",
+        f"--sys1cal-cassettes={root}",
+        "--sys1cal-repeats=2",
+        "--sys1cal-record-mode=once",
+    ):
+        assert option in command, (option, command)
+    assert "export" not in text(result)  # systemone needs no key
+    assert pytester.runpytest(*command[1:], *QUIET).ret == pytest.ExitCode.OK
+    assert len(json.loads(missing.read_text())["interactions"]) == 2  # two repeats, like the others
+
+
+def test_after_failed_gates_the_block_names_the_thresholds_file_and_a_safe_rerecord(
+    pytester: pytest.Pytester, recorded
+) -> None:
+    server, dataset, root, folder = recorded
+    gates = pytester.path / "ci" / "gates.yaml"
+    gates.parent.mkdir()
+    gates.write_text("systemone:\n  noul: {min_mean_ovl: 0.999}\n")
+    result = sys1cal(
+        pytester, "--sys1cal-model=systemone", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}",
+        "--sys1cal-thresholds=ci/gates.yaml",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "  If the model changed on purpose, review ci/gates.yaml and re-record it:" in result.stdout.lines
+    assert "thresholds.yaml" not in result.stdout.str().split("calibration gate FAILED", 1)[1]
+    # Re-recording the folder asks as many repeats as it holds (not the recording default of 10).
+    command = printed_command(result, "review ci/gates.yaml and re-record it:")
+    assert "--sys1cal-repeats=2" in command and f"--sys1cal-base-url={server.url}" in command
+    before = server.requests
+    assert pytester.runpytest(*command[1:], *QUIET).ret == pytest.ExitCode.OK
+    assert server.requests - before == 6 * 2
+    assert json.loads((folder / "manifest.json").read_text())["repeats"] == 2
+
+
+def test_a_thresholds_file_without_this_model_is_named(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    gates = tmp_path / "other.yaml"
+    gates.write_text("semif:\n  noul: {min_mean_ovl: 0.5}\n")
+    result = sys1cal(
+        pytester,
+        f"--sys1cal-cassettes={REPO / 'cassettes'}",
+        f"--sys1cal-thresholds={gates}",
+        "-k",
+        "frequency__seed_000042",
+    )
+    assert f"Gates: none configured for this model (see {gates})" in result.stdout.lines
+
+
+@pytest.mark.parametrize("key", [None, "sk-set-in-this-shell"])
+def test_export_is_said_only_when_the_key_is_missing(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str | None
+) -> None:
+    if key is None:
+        monkeypatch.delenv("TYPESAFE_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("TYPESAFE_API_KEY", key)
+    root = tmp_path / "cassettes"
+    shutil.copytree(JEV, root / "jev" / "jev-1.13.0")
+    (root / "jev" / "jev-1.13.0" / "frequency" / "frequency__seed_000042__repr_prose.json").unlink()
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}", "-k", "frequency__seed_000042", "--sys1cal-max-cost=0.5")
+    result.assert_outcomes(passed=5, failed=1)
+    said = "or export TYPESAFE_API_KEY, then record the model elsewhere with: "
+    assert (said in text(result)) == (key is None)
+    command = printed_command(result, "record the model elsewhere with: ")
+    assert "--sys1cal-max-cost=0.5" in command  # the run's cost cap travels with the recording it advises
+    assert command[-1] == "sys1cal::jev[frequency/frequency__seed_000042__repr_prose]"
+
+
+@pytest.mark.parametrize(
+    ("base_url", "said"),
+    [
+        ("http://user:pw@127.0.0.1:9", "field 'base_url': carries credentials; write it as \"http://127.0.0.1:9\""),
+        ("ftp://127.0.0.1", "field 'base_url': \"ftp://127.0.0.1\" is not the http(s) URL recorded from"),
+        ("", "field 'base_url': \"\" is not the http(s) URL recorded from"),
+        (7, "field 'base_url': 7 is not the http(s) URL recorded from"),
+    ],
+)
+def test_a_manifest_base_url_is_validated_and_never_echoes_credentials(
+    tmp_path: Path, base_url: object, said: str
+) -> None:
+    manifest = json.loads((JEV / "manifest.json").read_text())
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({**manifest, "base_url": base_url}, indent=2))
+    with pytest.raises(InputError) as excinfo:
+        read_manifest(path, "jev", "jev-1.13.0")
+    message = str(excinfo.value)
+    assert message.startswith(f"{path}:") and said in message and "pw@" not in message
+    assert read_manifest(JEV / "manifest.json", "jev", "jev-1.13.0") is not None
