@@ -178,3 +178,19 @@ def test_the_baseline_version_is_replayed_with_the_runs_seed(pytester: pytest.Py
             f"--sys1cal-report={by_report}")  # fmt: skip
     assert regression_rows(by_version) == regression_rows(by_report)
     assert json.loads(by_version.read_text())["gates"][-1]["details"]["seed"] == 3
+
+
+def test_the_html_page_of_a_version_baseline_redraws_from_that_versions_own_report(
+    pytester: pytest.Pytester, root: Path, tmp_path: Path
+) -> None:
+    """docs/html-report.md: the baseline's report a version replay builds is that version's --sys1cal-report."""
+    pytest.importorskip("matplotlib", reason="the HTML report needs the html extra: pip install 'pytest-sys1cal[html]'")
+    import pytest_sys1cal.report.figure_registry  # noqa: F401  (loaded once, outside the nested runs)
+    from pytest_sys1cal.__main__ import main
+
+    old, report, page = tmp_path / "old.json", tmp_path / "new.json", tmp_path / "new.html"
+    sys1cal(pytester, root, f"--sys1cal-report={old}")
+    sys1cal(pytester, root, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report}",
+            f"--sys1cal-html={page}")  # fmt: skip
+    assert main(["html", str(report), "--baseline", str(old), "-o", str(tmp_path / "redrawn.html")]) == 0
+    assert (tmp_path / "redrawn.html").read_bytes() == page.read_bytes()

@@ -113,7 +113,7 @@ def _design_notice(details: list[Mapping[str, Any]]) -> str:
     within exceeds the margin in force."""
     designs = [d["design"] for d in details]
     each = ", ".join(
-        f"{LABELS[d['metric'].split('.')[0]]} {d['design']['mde']:.3f} > δ {d['design']['margin']:g}" for d in details
+        f"{LABELS[d['metric'].split('.')[0]]} {d['design']['mde']:.4f} > δ {d['design']['margin']:g}" for d in details
     )
     head = (
         f"the upgrade comparison is too noisy for its regression margins: at {details[0]['n']} paired renderings, "
