@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..gates.rows import Outcome
-from ..vocabulary import LABELS, PRIMITIVES
+from ..vocabulary import LABELS, PRIMITIVES, Verdict
 from .table import Table, aligned, fmt_p, markdown
 
 # A version's gates, by the run's outcome (gates/rows.py decides it).
@@ -124,7 +124,7 @@ def steps_table(trend: Mapping[str, Any]) -> Table | None:
         n = max((c.get("n") or 0 for c in cells.values()), default=0)
         rows.append([label, str(n), *(_delta(cells.get(p)) for p in PRIMITIVES), step_verdict(step)])
         notes += dict.fromkeys(f"{label}: margins from {c['margins']}" for c in cells.values() if c.get("margins"))
-        notes += [f"{label}: {c['explanation']}" for c in cells.values() if c["verdict"] == "inconclusive"]
+        notes += [f"{label}: {c['explanation']}" for c in cells.values() if c["verdict"] == Verdict.INCONCLUSIVE]
     notes.append(
         "Δ mean OVL, newer − older, paired by rendering, as --sys1cal-baseline=<older> on a run of the newer "
         "version compares them (docs/statistics.md §6): [the one-sided lower and upper bounds the verdict reads, "
