@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pytest_sys1cal.commands.thresholds",
         "a thresholds.yaml section from a saved JSON report (measured value ∓ 2 bootstrap SEs)",
     ),
+    "trend": (
+        "pytest_sys1cal.commands.trend",
+        "replay every recorded version of a model offline and show them side by side, with the upgrade verdicts",
+    ),
     "init": (
         "pytest_sys1cal.commands.init",
         "set a project up: starter thresholds.yaml, GitHub Actions workflow, .gitattributes",

@@ -1,14 +1,39 @@
-"""The baseline of the upgrade gate (``--sys1cal-baseline``): an earlier JSON report, read and checked here
-before any item runs, so a baseline that cannot be compared stops the run at once."""
+"""The baseline of the upgrade gate (``--sys1cal-baseline=VALUE``), resolved and checked here before any item
+runs, so a baseline that cannot be compared stops the run at once. VALUE is, in this order:
+
+- an existing file: an earlier JSON report (``--sys1cal-report``), read as saved;
+- the name of another recorded version of this model (``<cassette root>/<model>/<VALUE>/manifest.json``):
+  replayed offline now (replay.py: read-only, record mode none, the run's seed), its report built by the same
+  pure `build_report` without thresholds, so it is compared exactly as a saved report of it would be;
+- neither: one usage error listing the versions that exist.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .cassette_folder import reference_root
+from .dataset import Dataset
+from .errors import MeasurementError
 from .gates.regression import BaselineError, check_baseline
+from .models.base import ModelAdapter
+from .replay import (
+    is_version_name,
+    open_version,
+    recorded_dataset,
+    recorded_versions,
+    replay_folder,
+    version_report,
+)
 from .report_file import ReportError, read_report
 from .run_report import Baseline
+
+if TYPE_CHECKING:
+    from .options import Settings
+
+OPTION = "--sys1cal-baseline"
 
 
 def load_baseline(path: str | Path) -> dict[str, Any]:
@@ -24,12 +49,87 @@ def averaged_repeats(report: dict[str, Any] | Any) -> int:
     return int(report.get("repeats") or 1) * int(report.get("repeats_per_answer") or 1)
 
 
+def resolve_baseline(
+    settings: Settings,
+    *,
+    version: str,
+    dataset: Dataset,
+    adapter_for: Callable[[str], ModelAdapter],
+    invocation_dir: Path,
+) -> Baseline:
+    """This run's baseline from the raw option value (see the module's docstring). `version` is this run's
+    model version; `adapter_for(v)` makes the adapter of version v; a relative path is read from
+    `invocation_dir`. Raises BaselineError (a usage error) when the baseline cannot be compared."""
+    value = settings.baseline
+    assert value is not None
+    path = Path(value).expanduser()
+    path = path if path.is_absolute() else invocation_dir / path
+    if path.is_file():
+        return saved_baseline(path, dataset.sha256)
+    model = settings.model
+    # The bundled reference set stands in for a project's missing jev-1.13.0 folder here too (cassette_folder.py).
+    root = reference_root(settings.cassettes, model, value, "none", default_root=settings.default_cassettes)
+    root = root or settings.cassettes
+    versions = recorded_versions(root, model)
+    if not is_version_name(value) or value not in versions:
+        folder_note = f"{path} is a folder, not a saved report; " if path.is_dir() else ""
+        listed = ", ".join(versions) or "none"
+        raise BaselineError(
+            f"{OPTION}={value}: {folder_note}no file {path} and no recorded version {value!r} of model {model} "
+            f"under {root / model} (versions recorded there: {listed}). Give the path of a saved JSON report "
+            f"(--sys1cal-report), which must exist, or one of those versions"
+        )
+    if value == version:
+        others = ", ".join(v for v in versions if v != version) or "none"
+        raise BaselineError(
+            f"{OPTION}={value} is this run's own version: a version compared with itself shows nothing. Name "
+            f"another recorded version of {model} (recorded: {others}) or a saved JSON report"
+        )
+    return version_baseline(value, settings, dataset, adapter_for(value), root)
+
+
 def saved_baseline(path: Path, dataset_sha256: str) -> Baseline:
     """The saved report at `path` as this run's baseline; it must come from the same dataset."""
-    name = f"--sys1cal-baseline {path}"
+    name = f"{OPTION} {path}"
     report = load_baseline(path)
     check_baseline(report, dataset_sha256, name)
     return Baseline(report, str(path))
+
+
+def version_baseline(version: str, settings: Settings, dataset: Dataset, adapter: ModelAdapter, root: Path) -> Baseline:
+    """Another recorded version (under the cassette `root`) replayed offline over the whole dataset, with this
+    run's seed, into the report a run of it would write; refused when it was recorded on another dataset or
+    does not replay completely."""
+    folder = open_version(root, settings.model, version, adapter)
+    name, sha256 = recorded_dataset(folder)
+    if sha256 != dataset.sha256:
+        raise BaselineError(
+            f"{OPTION}={version}: its cassettes ({folder.path}) were recorded for dataset {name} sha256 {sha256}, "
+            f"this run's dataset {dataset.name} has sha256 {dataset.sha256}; a paired comparison needs the same "
+            "renderings: run on the dataset it was recorded for (--sys1cal-dataset), or name another baseline"
+        )
+    try:
+        rows = replay_folder(folder, dataset, adapter)
+    except MeasurementError as exc:
+        raise BaselineError(f"{OPTION}={version}: replaying {folder.path} stopped: {exc}") from None
+    failed = [row for row in rows if row.error is not None]
+    if failed:
+        raise BaselineError(
+            f"{OPTION}={version}: {len(failed)} of {len(rows)} renderings could not be replayed from {folder.path} "
+            f"(first, {failed[0].instance_id}: {failed[0].error}); a baseline must replay the whole dataset, "
+            "as a saved report of it would cover it"
+        )
+    report = version_report(
+        folder,
+        rows,
+        dataset,
+        None,
+        seed=settings.seed,
+        bootstrap=settings.bootstrap,
+        recalibration_splits=settings.recalibration_splits,
+    )
+    check_baseline(report.data, dataset.sha256, f"{OPTION}={version}")
+    return Baseline(report.data, version)
 
 
 def check_repeats(baseline: Baseline, repeats: int, repeats_per_answer: int) -> None:
@@ -37,7 +137,7 @@ def check_repeats(baseline: Baseline, repeats: int, repeats_per_answer: int) -> 
     theirs, ours = averaged_repeats(baseline.report), repeats * repeats_per_answer
     if theirs != ours:
         raise BaselineError(
-            f"--sys1cal-baseline {baseline.name}: each of its answers averages {theirs} model repeat(s), "
+            f"{OPTION} {baseline.name}: each of its answers averages {theirs} model repeat(s), "
             f"this run's {ours}; the OVL of a mean depends on how many repeats it averages, so record both with "
             f"as many repeats (--sys1cal-repeats={theirs // repeats_per_answer or 1})"
         )

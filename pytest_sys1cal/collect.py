@@ -19,7 +19,8 @@ from .results import ResultRow
 
 MARKER = "sys1cal: a Sys1Cal benchmark rendering (added automatically by pytest-sys1cal)"
 # A gate as a test outcome (gates/rows.py decides): passed; failed (FAILED, inconclusive, or not measured
-# on a run of the whole dataset); skipped when it neither passed nor failed (a run of part of the dataset).
+# on a run of the whole dataset); skipped when it neither passed nor failed (a run of part of the dataset, or
+# an inconclusive comparison let pass by regression.inconclusive: pass).
 OUTCOMES = {True: "passed", False: "failed", None: "skipped"}
 
 
@@ -135,7 +136,7 @@ def gate_reports(
         nodeid = f"sys1cal::gates::{gate.name}"
         path, line = locate(gate.name)
         location = (path, line - 1, f"sys1cal gate {gate.name}")
-        outcome = OUTCOMES[passes(gate.verdict)]
+        outcome = OUTCOMES[passes(gate)]
         explanation = gate.explanation or gate.verdict
         longrepr: Any = None
         if outcome == "failed":

@@ -34,4 +34,5 @@ def pytest_sys1cal_adapters() -> Mapping[str, Callable[..., ModelAdapter]] | Non
 
 @pytest.hookspec
 def pytest_sys1cal_configure_adapter(config: pytest.Config, adapter: ModelAdapter) -> Any:
-    """Called once the run's adapter is built, before any request is made."""
+    """Called for each adapter a run builds, before it makes or replays any request: the run's own, and a
+    baseline version's when ``--sys1cal-baseline`` names one (replayed offline, so configure it alike)."""

@@ -97,12 +97,12 @@ OPTIONS = [
         metavar="PATH",
         path=True,
     ),
+    # Kept as given (not a path): a saved report's path or another recorded version, told apart in baseline.py.
     Option(
         "--sys1cal-baseline",
-        "an earlier JSON report to compare against (upgrade gate)",
+        "upgrade gate: an earlier JSON report (a path that exists) or another recorded version of this model under the cassette root, replayed offline",
         ini=False,
-        metavar="PATH",
-        path=True,
+        metavar="PATH|VERSION",
     ),
     Option("--sys1cal-seed", "seed of every resampling procedure", 0, type=non_negative_int, metavar="N"),
     # 500 is the statistics notes' figure for CI runs (2,000 for a report); the intervals it gives are
@@ -172,7 +172,7 @@ class Settings:
     thresholds: Path | None
     report: Path | None
     html: Path | None
-    baseline: Path | None
+    baseline: str | None  # as given: a saved report's path or a version name (baseline.py resolves it)
     seed: int
     bootstrap: int
     recalibration_splits: int

@@ -34,7 +34,7 @@ class Outputs:
         """The files and folders this run reads, which no output may overwrite."""
         s = self.settings
         found = {
-            "--sys1cal-baseline": s.baseline,
+            "--sys1cal-baseline": Path(s.baseline) if s.baseline else None,  # a version name matches no file
             "--sys1cal-thresholds": s.thresholds,
             "--sys1cal-cassettes": s.cassettes,
             "--sys1cal-dataset": Path(s.dataset) if os.sep in s.dataset or s.dataset.endswith(".jsonl") else None,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from .advice import Advice
-from .baseline import averaged_repeats, check_repeats, saved_baseline
+from .baseline import averaged_repeats, check_repeats, resolve_baseline
 from .bundled import shipped_thresholds_path
 from .cassette_folder import CassetteFolder, reference_root
 from .dataset import Dataset, load_dataset
@@ -79,7 +79,7 @@ class Sys1CalRun:
                 self.folder.check(self.dataset, self.advice, collect_only=config.option.collectonly)
         self.adapter.use_recorded_settings(self.folder.recorded_settings)
         with usage_errors():
-            self.baseline = self._load_baseline() if controller and settings.baseline else None
+            self.baseline = self._load_baseline(registered) if controller and settings.baseline else None
             baseline_repeats = averaged_repeats(self.baseline.report) if self.baseline else None
             self.repeats = repeats or self.folder.repeats(settings.repeats, baseline_repeats)
             if self.baseline is not None:
@@ -115,9 +115,24 @@ class Sys1CalRun:
         with usage_errors():
             return load_thresholds(path, self.settings.model, self.adapter.version, known_models=known)
 
-    def _load_baseline(self) -> Baseline:
-        assert self.settings.baseline is not None
-        return saved_baseline(self.settings.baseline, self.dataset.sha256)
+    def _load_baseline(self, registered: Any) -> Baseline:
+        """A saved report, or another version of this model replayed now (baseline.py tells them apart)."""
+        settings = self.settings
+
+        def adapter_for(version: str) -> ModelAdapter:  # the baseline version's, configured like the run's
+            adapter = make_adapter(
+                settings.model, registered, version=version, base_url=settings.base_url, environ=os.environ
+            )
+            self.config.hook.pytest_sys1cal_configure_adapter(config=self.config, adapter=adapter)
+            return adapter
+
+        return resolve_baseline(
+            settings,
+            version=self.adapter.version,
+            dataset=self.dataset,
+            adapter_for=adapter_for,
+            invocation_dir=self.config.invocation_params.dir,
+        )
 
     def _recording(self) -> Any:
         from .recording_hooks import Recording, limits_for, workercount

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .dataset import Dataset
+from .gates.margins import regression_notices
 from .gates.rows import GateRow, Outcome, outcome
 from .gates.schema import Thresholds
 from .report.json_report import report_document
@@ -47,7 +48,7 @@ class Report:
 
     @property
     def outcome(self) -> Outcome:
-        return outcome(gate.verdict for gate in self.gates)
+        return outcome(self.gates)
 
     @property
     def passed(self) -> bool:
@@ -152,4 +153,4 @@ def _notices(
             f"the baseline {baseline.name} lacks {extra} of the renderings this run measured; "
             "the comparison uses only the renderings in both"
         )
-    return notices
+    return notices + regression_notices(gates)

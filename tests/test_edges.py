@@ -453,19 +453,23 @@ def test_benchmark_options_without_sys1cal_are_refused(pytester: pytest.Pytester
 # ============================================================================================ the README's upgrade flow
 
 
-def readme_upgrade_commands() -> list[list[str]]:
-    """The commands of the README's upgrade section, exactly as printed there."""
+def readme_upgrade_commands() -> list[list[list[str]]]:
+    """The commands of the README's upgrade section, exactly as printed there: its two bash blocks (the
+    version folder as the baseline, then the saved-report form)."""
     readme = (REPO / "README.md").read_text()
-    section = readme.split("**Upgrade gate.**", 1)[1]
-    block = section.split("```bash", 1)[1].split("```", 1)[0]
-    return [shlex.split(line.split("#", 1)[0]) for line in block.strip().splitlines() if line.strip()]
+    section = readme.split("**Upgrade gate.**", 1)[1].split("\n## ", 1)[0]
+    blocks = [part.split("```", 1)[0] for part in section.split("```bash")[1:]]
+    return [
+        [shlex.split(line.split("#", 1)[0]) for line in block.strip().splitlines() if line.strip()] for block in blocks
+    ]
 
 
 def test_the_readmes_upgrade_flow_works_verbatim_against_a_jev_wire_server(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    first, second = readme_upgrade_commands()
-    assert first[:2] == ["pytest", "--sys1cal"] and "--sys1cal-baseline=baseline.json" in second
+    (record, by_version), (save, by_report) = readme_upgrade_commands()
+    assert record[:2] == ["pytest", "--sys1cal"] and "--sys1cal-record-mode=once" in record
+    assert "--sys1cal-baseline=jev-1.13.0" in by_version and "--sys1cal-baseline=baseline.json" in by_report
     # The project as a user has it: the bundled cassettes and thresholds under the rootdir. The ini only
     # lifts the rate limit, so the 3,650 requests take seconds (the commands themselves are untouched).
     shutil.copytree(REPO / "cassettes" / "jev", pytester.path / "cassettes" / "jev")
@@ -474,23 +478,35 @@ def test_the_readmes_upgrade_flow_works_verbatim_against_a_jev_wire_server(
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-test")
     # jevcompat serves the Jev wire but knows no jev-1.14.0; that is the version the README upgrades to.
     monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | {"jev-1.14.0"})
+    reference = snapshot(pytester.path / "cassettes" / "jev" / "jev-1.13.0")
+    reports = {"version": tmp_path / "by-version.json", "report": tmp_path / "by-report.json"}
     with jevcompat.Running(jevcompat.MockConfig()) as mock:
-        made = pytester.runpytest(*first[1:], f"--sys1cal-base-url={mock.url}", "-p", "no:cacheprovider")
-        assert made.ret == pytest.ExitCode.OK
-        compared = pytester.runpytest(*second[1:], f"--sys1cal-base-url={mock.url}", "-p", "no:cacheprovider")
+        made = pytester.runpytest(*record[1:], f"--sys1cal-base-url={mock.url}", "-p", "no:cacheprovider")
+    made.stdout.fnmatch_lines(["*recording 365 of 365 renderings*", "*3,650 requests (10 repeats)*"])
+    assert made.ret == pytest.ExitCode.TESTS_FAILED  # recorded; the mock's hashes fail the threshold floors
+    assert_clean(made)
+    # Replays only from here on: no server is running.
+    compared = pytester.runpytest(*by_version[1:], f"--sys1cal-report={reports['version']}", "-p", "no:cacheprovider")
     compared.stdout.fnmatch_lines(
         [
-            "*recording 365 of 365 renderings*",
-            "*3,650 requests (10 repeats)*",
             "jev jev-1.14.0 (recorded cassettes, 10 repeats) on sys1cal-v1: 365 of 365 selected renderings measured*",
             "notice: the server reported model jevcompat-mock-0.1, not the pinned jev-1.14.0*",
             "Upgrade comparison against the baseline report (paired by rendering)",
             "Noul mean OVL *0.9183*",
+            "*Regression margins: δ 0.02 (passes within), δ₀ 0.01 (fails beyond), α 0.05, inconclusive: fail; "
+            f"from {pytester.path / 'thresholds.yaml'}, jev.regression",
         ]
     )
     # The mock's answers are hashes, not probabilities: the comparison shows the drop, and the gate fails.
     assert compared.ret == pytest.ExitCode.TESTS_FAILED
     assert "regression.noul.mean_ovl" in compared.stdout.str()
     assert_clean(compared)
+    assert pytester.runpytest(*save[1:], "-p", "no:cacheprovider").ret == pytest.ExitCode.OK
+    saved = pytester.runpytest(*by_report[1:], f"--sys1cal-report={reports['report']}", "-p", "no:cacheprovider")
+    assert saved.ret == pytest.ExitCode.TESTS_FAILED
+    rows = {form: [g for g in json.loads(path.read_text())["gates"] if g["name"].startswith("regression.")]
+            for form, path in reports.items()}  # fmt: skip
+    assert rows["version"] == rows["report"] and len(rows["version"]) == 3  # both forms: the same Δ and verdicts
+    assert snapshot(pytester.path / "cassettes" / "jev" / "jev-1.13.0") == reference
     manifest = json.loads((pytester.path / "cassettes" / "jev" / "jev-1.14.0" / "manifest.json").read_text())
     assert (manifest["repeats"], manifest["source"], manifest["server_model"]) == (10, "recorded", "jevcompat-mock-0.1")

@@ -32,7 +32,7 @@ def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
             "*--sys1cal-cassettes=DIR*",
             "*--sys1cal-thresholds=PATH*",
             "*--sys1cal-report=PATH*",
-            "*--sys1cal-baseline=PATH*",
+            "*--sys1cal-baseline=PATH|VERSION*",
             "*--sys1cal-seed=N*",
             "*--model=NAME*short for --sys1cal-model*",
         ]

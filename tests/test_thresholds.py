@@ -81,7 +81,7 @@ MISTAKES = {
     "typo in regression": (
         "jev:\n  regression:\n    max_drop_mean_ovl: 0.02\n    alpah: 0.05\n",
         "4: jev.regression.alpah: unknown key 'alpah'; did you mean 'alpha'? Allowed keys: alpha, "
-        "max_drop_mean_ovl, fail_drop_mean_ovl, primitives, resamples, noul, choice, score.",
+        "max_drop_mean_ovl, fail_drop_mean_ovl, primitives, resamples, inconclusive, noul, choice, score.",
     ),
     "typo in a regression primitive map": (
         "jev:\n  regression:\n    choice: {max_drop_mean_ov: 0.03}\n",

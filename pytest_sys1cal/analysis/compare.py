@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
+from .compare_design import design_check
 from .compare_groups import group_differences
 from .items import LEVEL_VALUES
 from .primitives import ovl
@@ -387,6 +388,7 @@ def _decide(
     )
     noise, within_sum = _noise(out, paired, prim)
     out.update(noise)
+    out["design"] = design_check(out, margin.drop, pass_level, paired.repeats, within_sum, power=POWER)
     if verdict == Verdict.INCONCLUSIVE:
         out["advice"] = _advice(out, margin, paired.repeats, pass_level, fail_level, within_sum)
 

@@ -18,6 +18,7 @@ from .schema import (
     DEFAULT_ALPHA,
     DEFAULT_DROP,
     DEFAULT_RESAMPLES,
+    INCONCLUSIVE_CHOICES,
     LAMBDA_FLAGS,
     REGRESSION_MARGIN_KEYS,
     SECTIONS,
@@ -36,6 +37,8 @@ class _Value:
 
 
 _Layer = dict[str, dict[str, _Value] | None]  # section → key → value; a None section clears it
+# The regression settings shared by every primitive, in RegressionConfig.set_by's names.
+SHARED = ("alpha", "resamples", "primitives", "inconclusive")
 
 
 def load_thresholds(
@@ -85,7 +88,7 @@ def parse_thresholds(
             layers=(),
             gates=(),
             decisions={},
-            regression=RegressionConfig(),
+            regression=RegressionConfig(file=filename),
             notice=f"no section for model '{model}' (models in the file: {listed}); no threshold gates apply",
         )
     versions = tuple(models[model][1])
@@ -220,27 +223,37 @@ class _Layers(_Nodes):
             return value if value is not None and value.value is not None else None
 
         drop, fail_drop = {}, {}
+        set_by: dict[str, tuple[str, int]] = {}
         for prim in PRIMITIVES:
             d = get(f"{prim}.max_drop_mean_ovl") or get("max_drop_mean_ovl")
             f = get(f"{prim}.fail_drop_mean_ovl") or get("fail_drop_mean_ovl")
             drop[prim] = d.value if d else DEFAULT_DROP
             fail_drop[prim] = f.value if f else drop[prim] / 2
+            set_by.update(
+                {f"{prim}.{k}": (v.path, v.line) for k, v in zip(REGRESSION_MARGIN_KEYS, (d, f), strict=True) if v}
+            )
             if f and f.value > drop[prim]:
                 where = f" (for {version})" if version else ""
-                set_by = f"{d.path} on line {d.line}" if d else "the default"
+                origin = f"{d.path} on line {d.line}" if d else "the default"
                 raise self.fail(
                     f.line,
                     f.path,
-                    f"{f.value:g} exceeds max_drop_mean_ovl {drop[prim]:g} for {prim}{where} (set by {set_by}); "
+                    f"{f.value:g} exceeds max_drop_mean_ovl {drop[prim]:g} for {prim}{where} (set by {origin}); "
                     "the drop that fails must not exceed the drop that passes",
                 )
-        alpha, resamples, prims = get("alpha"), get("resamples"), get("primitives")
+        alpha, resamples, prims, inconclusive = (get(k) for k in SHARED)
+        set_by.update(
+            {k: (v.path, v.line) for k, v in zip(SHARED, (alpha, resamples, prims, inconclusive), strict=True) if v}
+        )
         return RegressionConfig(
             alpha=alpha.value if alpha else DEFAULT_ALPHA,
             resamples=resamples.value if resamples else DEFAULT_RESAMPLES,
             primitives=prims.value if prims else PRIMITIVES,
             drop=drop,
             fail_drop=fail_drop,
+            inconclusive=inconclusive.value if inconclusive else INCONCLUSIVE_CHOICES[0],
+            file=self.filename,
+            set_by=set_by,
         )
 
 
@@ -375,6 +388,16 @@ class _Reader(_Layers):
         # regression
         if key == "alpha":
             return self.number(node, path, 0.0, 1.0, open_interval=True)
+        if key == "inconclusive":
+            value = self.scalar(node)
+            if not isinstance(value, str) or value not in INCONCLUSIVE_CHOICES:
+                raise self.fail(
+                    _line(node),
+                    path,
+                    f"expected fail or pass, got {_node_text(node)}: fail (the default) fails the run on an "
+                    "inconclusive comparison, pass lets it pass with a notice",
+                )
+            return value
         if key == "resamples":
             value = self.scalar(node)
             if isinstance(value, bool) or not isinstance(value, int):

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..vocabulary import PRIMITIVES, REPORT_SCHEMA, Verdict
+from .margins import inconclusive_setting, margins_details
 from .rows import GateRow
 from .schema import RegressionConfig, Thresholds
 
@@ -60,13 +61,22 @@ def evaluate_regression(
         )
     except ComparisonError as exc:
         raise BaselineError(f"{baseline_name}: {exc}") from None
-    return [_regression_row(prim, m, comparison) for prim, m in comparison["metrics"].items()]
+    model = report.get("model") or {}
+    return [_regression_row(prim, m, comparison, config, model) for prim, m in comparison["metrics"].items()]
 
 
-def _regression_row(prim: str, m: Mapping[str, Any], comparison: Mapping[str, Any]) -> GateRow:
+def _regression_row(
+    prim: str, m: Mapping[str, Any], comparison: Mapping[str, Any], config: RegressionConfig, model: Mapping[str, Any]
+) -> GateRow:
     verdict = Verdict(m["verdict"])
+    margins = margins_details(config, prim, model)
+    tolerated = verdict == Verdict.INCONCLUSIVE and config.inconclusive == "pass"
+    explanation = _explanation(verdict, m)
+    if tolerated:
+        explanation += f" Let pass by regression.inconclusive: pass ({inconclusive_setting(margins)})."
     details = {
         **m,
+        "margins": margins,
         "matched": comparison["matched"],
         "only_in_new": comparison["only_in_new"],
         "only_in_baseline": comparison["only_in_baseline"],
@@ -80,10 +90,11 @@ def _regression_row(prim: str, m: Mapping[str, Any], comparison: Mapping[str, An
         observed=m["difference"],
         limit=-m["margin"],
         verdict=verdict,
-        explanation=_explanation(verdict, m),
+        explanation=explanation,
         baseline=m["baseline"],
         new=m["new"],
         details=details,
+        tolerated=tolerated,
     )
 
 

@@ -15,7 +15,8 @@ from ..vocabulary import Verdict
 class GateRow:
     """One gate as evaluated on one run: what it read (`metric`, `observed`), the `limit` it holds it to, its
     `verdict` and a sentence saying what that means. Upgrade-gate rows add `baseline`, `new` (mean OVL over
-    the paired renderings) and `details` (the whole comparison)."""
+    the paired renderings) and `details` (the whole comparison); `tolerated` marks an inconclusive comparison
+    that thresholds.yaml lets pass (``regression.inconclusive: pass``): still inconclusive, not failing."""
 
     name: str
     metric: str
@@ -26,6 +27,7 @@ class GateRow:
     baseline: float | None = None
     new: float | None = None
     details: Mapping[str, Any] | None = field(default=None, compare=False)
+    tolerated: bool = False
 
     def with_verdict(self, verdict: Verdict, explanation: str, *, keep_observed: bool = True) -> GateRow:
         return replace(
@@ -45,7 +47,7 @@ class GateRow:
             "explanation": self.explanation,
         }
         if self.details is not None:  # an upgrade-gate row, whose baseline and new may be null
-            out.update(baseline=self.baseline, new=self.new, details=dict(self.details))
+            out.update(baseline=self.baseline, new=self.new, details=dict(self.details), tolerated=self.tolerated)
         return out
 
     @classmethod
@@ -60,6 +62,7 @@ class GateRow:
             baseline=data.get("baseline"),
             new=data.get("new"),
             details=data.get("details"),
+            tolerated=bool(data.get("tolerated", False)),
         )
 
 
@@ -72,12 +75,12 @@ class Outcome(StrEnum):
     NONE = "none"  # no gate decided anything
 
 
-def outcome(verdicts: Iterable[Verdict | str]) -> Outcome:
-    """The run's outcome from its gates' verdicts: the only place this is decided (exit status, JUnit,
-    terminal, Markdown and HTML headlines all ask here). A gate not measured on a run of the whole dataset
-    is FAILED already (evaluate.unmeasured_fails); "not measured" and "not applicable" are left only on a run
-    of part of it, where they neither pass nor fail."""
-    found = {Verdict(v) for v in verdicts}
+def outcome(gates: Iterable[GateRow]) -> Outcome:
+    """The run's outcome from its gates: the only place this is decided (exit status, JUnit, terminal,
+    Markdown and HTML headlines all ask here). A gate not measured on a run of the whole dataset is FAILED
+    already (evaluate.unmeasured_fails); "not measured" and "not applicable" are left only on a run of part
+    of it, where they neither pass nor fail; nor does an inconclusive comparison that is `tolerated`."""
+    found = {Verdict(gate.verdict) for gate in gates if not is_tolerated(gate)}
     if Verdict.FAILED in found:
         return Outcome.FAILED
     if Verdict.INCONCLUSIVE in found:
@@ -85,7 +88,15 @@ def outcome(verdicts: Iterable[Verdict | str]) -> Outcome:
     return Outcome.PASSED if Verdict.PASSED in found else Outcome.NONE
 
 
-def passes(verdict: Verdict | str) -> bool | None:
+def passes(gate: GateRow) -> bool | None:
     """One gate as a test outcome: True (passed), False (FAILED, or an inconclusive comparison: not shown
-    to pass), None (neither: not measured or not applicable on a run of part of the dataset)."""
-    return {Verdict.PASSED: True, Verdict.FAILED: False, Verdict.INCONCLUSIVE: False}.get(Verdict(verdict))
+    to pass), None (neither: not measured or not applicable on a run of part of the dataset, or an
+    inconclusive comparison `tolerated` by ``regression.inconclusive: pass``)."""
+    if is_tolerated(gate):
+        return None
+    return {Verdict.PASSED: True, Verdict.FAILED: False, Verdict.INCONCLUSIVE: False}.get(Verdict(gate.verdict))
+
+
+def is_tolerated(gate: GateRow) -> bool:
+    """An inconclusive comparison let pass by ``regression.inconclusive: pass`` (only inconclusive ones can be)."""
+    return gate.tolerated and Verdict(gate.verdict) == Verdict.INCONCLUSIVE

@@ -23,7 +23,10 @@ class ThresholdsError(InputError):
 UNCERTAINTY_PARAMETERS = ("alpha",)
 DECISION_KEYS = ("error_cost", "deferral_cost")
 REGRESSION_MARGIN_KEYS = ("max_drop_mean_ovl", "fail_drop_mean_ovl")
-REGRESSION_KEYS = ("alpha", *REGRESSION_MARGIN_KEYS, "primitives", "resamples", *PRIMITIVES)
+REGRESSION_KEYS = ("alpha", *REGRESSION_MARGIN_KEYS, "primitives", "resamples", "inconclusive", *PRIMITIVES)
+# What an inconclusive upgrade comparison does to the run: fail it (the default: a drop within the margin was
+# not shown), or let it pass, still shown as inconclusive with its advice and a notice.
+INCONCLUSIVE_CHOICES = ("fail", "pass")
 PARAMETERS = {"uncertainty": UNCERTAINTY_PARAMETERS, "decisions": DECISION_KEYS, "regression": REGRESSION_KEYS}
 # Every gate key, in the order gates are listed (within a section): the table's order.
 GATE_KEYS = tuple(KINDS)
@@ -38,11 +41,20 @@ def allowed_keys(section: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class RegressionConfig:
+    """The upgrade gate's settings for one model and version, and where each came from: `set_by` maps a
+    setting (``alpha``, ``resamples``, ``primitives``, ``inconclusive``, ``<p>.max_drop_mean_ovl``,
+    ``<p>.fail_drop_mean_ovl``) to the key path and line of `file` that set it; a setting not in it is the
+    plugin's default. `file` is None when the run has no thresholds file."""
+
     alpha: float = DEFAULT_ALPHA
     resamples: int = DEFAULT_RESAMPLES
     primitives: tuple[str, ...] = PRIMITIVES
     drop: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(PRIMITIVES, DEFAULT_DROP))
     fail_drop: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(PRIMITIVES, DEFAULT_DROP / 2))
+    inconclusive: str = INCONCLUSIVE_CHOICES[0]
+    # Where the settings came from, not what they are: two configs with equal settings compare equal.
+    file: str | None = field(default=None, compare=False)
+    set_by: Mapping[str, tuple[str, int]] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)

@@ -5,20 +5,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..gates.rows import Outcome, outcome
+from ..gates.margins import margins_phrase
+from ..gates.rows import GateRow, Outcome, is_tolerated, outcome
 from ..vocabulary import Verdict
 from .table import Table, fmt
 
 
 def headline(result: Mapping[str, Any]) -> tuple[Outcome, str]:
     """The run's gates in one phrase, and its outcome (gates/rows.py decides it)."""
-    verdicts = [g["verdict"] for g in result.get("gates") or []]
-    kind = outcome(verdicts)
+    gates = [GateRow.from_json(g) for g in result.get("gates") or []]
+    kind = outcome(gates)
+    tolerated = sum(is_tolerated(g) for g in gates)
+    verdicts = [g.verdict for g in gates if not is_tolerated(g)]
     if kind == Outcome.FAILED:
-        return kind, f"{verdicts.count(Verdict.FAILED)} gate(s) FAILED"
-    if kind == Outcome.UNDECIDED:
-        return kind, f"{verdicts.count(Verdict.INCONCLUSIVE)} comparison(s) inconclusive: not passed"
-    return kind, "every gate in force passed" if kind == Outcome.PASSED else "no gate decided this run"
+        phrase = f"{verdicts.count(Verdict.FAILED)} gate(s) FAILED"
+    elif kind == Outcome.UNDECIDED:
+        phrase = f"{verdicts.count(Verdict.INCONCLUSIVE)} comparison(s) inconclusive: not passed"
+    else:
+        phrase = "every gate in force passed" if kind == Outcome.PASSED else "no gate decided this run"
+    if tolerated:
+        phrase += f"; {tolerated} inconclusive comparison(s) let pass by regression.inconclusive: pass"
+    return kind, phrase
 
 
 def _value(value: Any) -> str:
@@ -65,5 +72,18 @@ def comparison_table(result: Mapping[str, Any]) -> Table | None:
             ]
             for g in rows
         ],
-        notes=[g["explanation"] for g in rows if g.get("explanation")],
+        notes=[*_margin_notes(rows), *(g["explanation"] for g in rows if g.get("explanation"))],
     )
+
+
+def _margin_notes(rows: list[Mapping[str, Any]]) -> list[str]:
+    """Where the margins came from: one note when every compared primitive shares them, else one each (a
+    report written before margins were recorded has none)."""
+    phrases = {
+        (g.get("details") or {}).get("label", g["name"]): margins_phrase(margins)
+        for g in rows
+        if (margins := (g.get("details") or {}).get("margins"))
+    }
+    if len(set(phrases.values())) == 1:
+        return [f"Regression margins: {next(iter(phrases.values()))}"]
+    return [f"{label}: {phrase}" for label, phrase in phrases.items()]

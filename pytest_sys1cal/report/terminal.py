@@ -77,7 +77,8 @@ def gate_lines(
     gates = result["gates"]
     lines = [("", {})] + format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
     failed = [g for g in gates if g["verdict"] == Verdict.FAILED]
-    undecided = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE]
+    undecided = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE and not g.get("tolerated")]
+    tolerated = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE and g.get("tolerated")]
     if failed:
         lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates)} gates", {"red": True, "bold": True}))
         lines += [(f"  {g['name']}: {g['explanation']}", {"red": True}) for g in failed]
@@ -96,4 +97,13 @@ def gate_lines(
             )
         )
         lines += [(f"  {g['name']}: {g['explanation']}", {"yellow": True}) for g in undecided]
+    if tolerated:
+        lines.append(
+            (
+                f"{len(tolerated)} comparison(s) inconclusive, let pass by regression.inconclusive: pass (they do not "
+                "fail the run; the advice says what would decide them)",
+                {"yellow": True, "bold": True},
+            )
+        )
+        lines += [(f"  {g['name']}: {g['explanation']}", {"yellow": True}) for g in tolerated]
     return lines

@@ -1,0 +1,57 @@
+"""Mean OVL per primitive with a latent-problem bootstrap interval, for one version's report: what the trend
+across versions plots (docs/trend.md). Pure numpy on a report's items, seeded; opens no file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..vocabulary import PRIMITIVES
+from .compare import COLUMNS
+from .primitives import ovl
+from .stats import Clusters
+
+RESAMPLES = 2000
+LEVEL = 0.95
+
+
+def mean_ovl_intervals(
+    items: Sequence[Mapping[str, Any]], *, seed: int, resamples: int = RESAMPLES, level: float = LEVEL
+) -> dict[str, dict[str, Any]]:
+    """Per primitive: `mean` OVL of the repeat means over the renderings that answered it (Table 1's mean OVL),
+    `n`, `latent_problems`, and the `level` percentile interval [`lower`, `upper`] of a bootstrap that draws
+    latent problems with replacement (`resamples` draws from ``default_rng(seed)``, shared by the primitives,
+    each resample's mean the ratio of its resampled OVL sums and rendering counts; resamples that drew none
+    of a primitive's problems are left out). A primitive asked on no rendering gets `mean` None; one on a
+    single latent problem gets no interval."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    p_star = np.asarray([float(item["p_star"]) for item in items])
+    clusters = Clusters.of([str(item["latent_instance_id"]) for item in items])
+    counts = clusters.resample_counts(np.random.default_rng(seed), resamples)  # (B, J)
+    out = {}
+    for prim in PRIMITIVES:
+        column = COLUMNS[prim][0]
+        answer = np.asarray([np.nan if item.get(column) is None else float(item[column]) for item in items])
+        out[prim] = _interval(ovl(answer, p_star), clusters, counts, level)
+    return out
+
+
+def _interval(values: np.ndarray, clusters: Clusters, counts: np.ndarray, level: float) -> dict[str, Any]:
+    asked = ~np.isnan(values)
+    problems = int(np.unique(clusters.codes[asked]).size)
+    out: dict[str, Any] = {"n": int(asked.sum()), "latent_problems": problems, "mean": None}
+    out.update(lower=None, upper=None, level=level, resamples=0)
+    if not asked.any():
+        return out
+    out["mean"] = float(values[asked].mean())
+    if problems < 2:
+        return out
+    sums = counts @ clusters.sums(np.where(asked, values, 0.0))
+    sizes = counts @ clusters.sums(asked.astype(float))
+    boot = sums[sizes > 0] / sizes[sizes > 0]
+    tail = (1 - level) / 2
+    out.update(lower=float(np.quantile(boot, tail)), upper=float(np.quantile(boot, 1 - tail)), resamples=boot.size)
+    return out

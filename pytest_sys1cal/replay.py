@@ -1,0 +1,154 @@
+"""Replaying one recorded version folder offline, outside a pytest run: the version folder as the upgrade
+gate's baseline (baseline.py) and every version of a model side by side (trend.py) both come through here.
+
+Pure of the run's glue: it imports no pytest, options or advice, and replays through the `Measurer` exactly
+as a run does (the fast byte-equal path first; vcrpy's matchers, imported lazily inside measure.py, only for
+a request that is not byte-equal to a recording). The folder is opened read-only in record mode ``none``, so
+nothing is ever recorded into it, and its report is built by the run's own pure `build_report`: a version
+replayed here gives the numbers a ``pytest --sys1cal`` run of it gives.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from .cassette_folder import CassetteFolder
+from .dataset import Dataset, Rendering
+from .errors import InputError, MeasurementError
+from .gates.schema import Thresholds
+from .manifest import MANIFEST
+from .measure import Measurer
+from .models.base import ModelAdapter
+from .redact import Redactor
+from .results import ResultRow
+from .run_report import Report, RunFacts, build_report
+
+# Called after each rendering with (renderings done, renderings in all).
+Progress = Callable[[int, int], None]
+
+
+class VersionError(InputError):
+    """A version folder that cannot be replayed as asked (no manifest, or not a version name)."""
+
+
+def natural_key(version: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key putting versions in release order: digit runs compare as numbers (jev-1.9.0 < jev-1.13.0)."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", version) if part)
+
+
+def recorded_versions(root: Path, model: str) -> list[str]:
+    """The versions of `model` recorded under the cassette root (folders holding a manifest), in version order."""
+    folder = root / model
+    found = [p.parent.name for p in folder.glob(f"*/{MANIFEST}")] if folder.is_dir() else []
+    return sorted(found, key=natural_key)
+
+
+def is_version_name(value: str) -> bool:
+    """Whether `value` can name a version folder (one path component, not . or ..)."""
+    return bool(value) and value not in (".", "..") and "/" not in value and "\\" not in value
+
+
+class ReplayAdvice:
+    """What a failed rendering of a replayed version says to do. Only `missing` and `damaged` are asked (by the
+    Measurer); a replay records nothing, so neither names a recording command of this run's."""
+
+    def __init__(self, folder: CassetteFolder):
+        self.folder = folder
+
+    def missing(self, rendering: Rendering, path: Path) -> str:
+        return (
+            f"version {self.folder.version} has no recording for it: restore {path} from version control "
+            f"(git checkout -- {shlex.quote(str(path))}), or record the missing renderings into {self.folder.path}"
+        )
+
+    def damaged(self, rendering: Rendering, path: Path) -> str:
+        return f"restore it from version control (git checkout -- {shlex.quote(str(path))})"
+
+
+def open_version(root: Path, model: str, version: str, adapter: ModelAdapter) -> CassetteFolder:
+    """The version folder ``root/model/version``, read-only in record mode none, its manifest validated, and
+    `adapter` set to ask what was recorded (the manifest's settings). Raises VersionError when the folder has
+    no manifest (InputError, from the manifest's reader, when the manifest is wrong)."""
+    if not is_version_name(version):
+        raise VersionError(f"{version!r} is not a version name (one folder name under {root / model})")
+    folder = CassetteFolder(root, model, version, "none", Redactor(adapter.secrets), read_only=True)
+    if folder.manifest is None:
+        listed = ", ".join(recorded_versions(root, model)) or "none"
+        raise VersionError(
+            f"{folder.path / MANIFEST}: no such manifest, so {folder.path} is not a recorded version of {model} "
+            f"(versions recorded under {root / model}: {listed})"
+        )
+    adapter.use_recorded_settings(folder.recorded_settings)
+    return folder
+
+
+def recorded_dataset(folder: CassetteFolder) -> tuple[str, str]:
+    """(name, sha256) of the dataset the folder's cassettes were recorded for (its manifest says)."""
+    assert folder.manifest is not None
+    dataset = folder.manifest["dataset"]
+    return str(dataset["name"]), str(dataset["sha256"])
+
+
+def averaged_repeats(folder: CassetteFolder) -> int:
+    """Model repeats behind each rendering's value when the folder is replayed: samples × repeats per answer."""
+    return folder.repeats(None) * folder.repeats_per_answer
+
+
+def replay_folder(
+    folder: CassetteFolder, dataset: Dataset, adapter: ModelAdapter, *, progress: Progress | None = None
+) -> list[ResultRow]:
+    """Every rendering of `dataset` replayed from `folder` with the manifest's questions and repeats, in the
+    dataset's order. A rendering that cannot be replayed gets a failed row saying why (a missing cassette is
+    said without opening vcrpy); a fatal error (every rendering would fail alike) raises MeasurementError."""
+    measurer = Measurer(adapter, folder, folder.questions, folder.repeats(None), advice=ReplayAdvice(folder))  # type: ignore[arg-type]
+    rows: list[ResultRow] = []
+    total = len(dataset.renderings)
+    try:
+        for done, rendering in enumerate(dataset.renderings, start=1):
+            rows.append(_replay_one(measurer, folder, rendering))
+            if progress is not None:
+                progress(done, total)
+    finally:
+        measurer.close()
+    return rows
+
+
+def _replay_one(measurer: Measurer, folder: CassetteFolder, rendering: Rendering) -> ResultRow:
+    path = folder.path_for(rendering)
+    if not path.is_file():
+        return ResultRow.failed(rendering, f"{path}: no cassette; {measurer.advice.missing(rendering, path)}")
+    try:
+        return measurer.measure(rendering)
+    except MeasurementError as exc:
+        if exc.fatal:
+            raise
+        return ResultRow.failed(rendering, str(exc))
+
+
+def version_report(
+    folder: CassetteFolder,
+    rows: list[ResultRow],
+    dataset: Dataset,
+    thresholds: Thresholds | None,
+    *,
+    seed: int,
+    bootstrap: int,
+    recalibration_splits: int,
+) -> Report:
+    """The report a ``pytest --sys1cal`` replay of this version would build (no baseline): same facts, same
+    pure `build_report`, so the same numbers and, with `thresholds`, the same gates."""
+    facts = RunFacts(
+        model=folder.model,
+        version=folder.version,
+        source=folder.source,
+        server_model=folder.server_model,
+        repeats=folder.repeats(None),
+        repeats_per_answer=folder.repeats_per_answer,
+        seed=seed,
+        bootstrap=bootstrap,
+        recalibration_splits=recalibration_splits,
+    )
+    return build_report(facts, rows, dataset, thresholds, None)

@@ -1,0 +1,203 @@
+"""The trend across every recorded version of a model (``python -m pytest_sys1cal trend``, docs/trend.md): each
+version replayed offline (replay.py) into the report its own run would build, summarised in one row (mean
+OVL per primitive with a latent-problem bootstrap interval, swap shift, the valid λ test, the gates' outcome
+under thresholds.yaml for that version), and each pair of consecutive versions compared as the upgrade gate
+would compare them (gates/regression.py, the newer version's regression settings).
+
+The result is one JSON-able document that the renderers (report/trend_text.py, report/trend_html.py) read.
+No pytest here: the command that calls it imports none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .dataset import Dataset
+from .errors import InputError, MeasurementError
+from .gates.regression import BaselineError, evaluate_regression
+from .gates.rows import GateRow, Outcome, outcome
+from .models import BUILTIN_ADAPTERS, make_adapter
+from .replay import averaged_repeats, open_version, recorded_dataset, recorded_versions, replay_folder, version_report
+from .vocabulary import PRIMITIVES, Verdict
+
+SCHEMA = "sys1cal-trend/1"
+# The plugin's defaults (options.py), so each version's report is the one its own run builds.
+BOOTSTRAP = 500
+RECALIBRATION_SPLITS = 20
+
+# (version, index, count) when a version starts, then (renderings done, renderings in all) as it replays.
+Started = Callable[[str, int, int], None]
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class TrendInputs:
+    """What the trend replays: `model`'s versions under the cassette `root`, on `dataset`, gated by the
+    thresholds file at `thresholds` (None: no gates), every resampling seeded with `seed`."""
+
+    model: str
+    root: Path
+    dataset: Dataset
+    thresholds: Path | None
+    seed: int
+    environ: Mapping[str, str]
+
+
+def build_trend(
+    inputs: TrendInputs, *, started: Started | None = None, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Replay every recorded version in version order and compare each with the one before. Raises InputError
+    when the model has no recorded version, or its thresholds file is wrong (a version that cannot be
+    replayed is a row saying why, not an error)."""
+    if inputs.model not in BUILTIN_ADAPTERS:  # adapters registered by pytest plugins exist only inside pytest
+        raise InputError(
+            f"--model {inputs.model}: not a built-in adapter ({', '.join(sorted(BUILTIN_ADAPTERS))}); the trend "
+            "command runs outside pytest, where adapters registered by plugins are not loaded"
+        )
+    versions = recorded_versions(inputs.root, inputs.model)
+    if not versions:
+        raise InputError(
+            f"no recorded version of model {inputs.model} under {inputs.root / inputs.model} (a version is a folder "
+            "holding a manifest.json); check --cassettes and --model"
+        )
+    rows, reports = [], {}
+    for index, version in enumerate(versions, start=1):
+        if started is not None:
+            started(version, index, len(versions))
+        row, report = _version(inputs, version, progress)
+        rows.append(row)
+        if report is not None:
+            reports[version] = report
+    steps = [_step(inputs, old, new, reports) for old, new in zip(versions, versions[1:], strict=False)]
+    dataset = inputs.dataset
+    return {
+        "schema": SCHEMA,
+        "model": inputs.model,
+        "cassettes": str(inputs.root / inputs.model),
+        "dataset": {"name": dataset.name, "sha256": dataset.sha256, "renderings": len(dataset.renderings)},
+        "seed": inputs.seed,
+        "thresholds": None if inputs.thresholds is None else str(inputs.thresholds),
+        "versions": rows,
+        "steps": steps,
+    }
+
+
+def _thresholds(inputs: TrendInputs, version: str) -> Any:
+    if inputs.thresholds is None:
+        return None
+    from .gates.config import load_thresholds
+
+    return load_thresholds(inputs.thresholds, inputs.model, version)
+
+
+def _version(
+    inputs: TrendInputs, version: str, progress: Progress | None
+) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
+    """One version's row, and its report (None when it could not be replayed: the row says why)."""
+    row: dict[str, Any] = {"version": version, "replayed": False, "reason": None}
+    try:
+        adapter = make_adapter(inputs.model, [], version=version, base_url=None, environ=inputs.environ)
+        folder = open_version(inputs.root, inputs.model, version, adapter)
+    except InputError as exc:
+        return {**row, "reason": str(exc)}, None
+    name, sha256 = recorded_dataset(folder)
+    row.update(source=folder.source, repeats=folder.repeats(None), repeats_per_answer=folder.repeats_per_answer)
+    row.update(averaged_repeats=averaged_repeats(folder), dataset={"name": name, "sha256": sha256})
+    if sha256 != inputs.dataset.sha256:
+        row["reason"] = (
+            f"recorded on dataset {name} sha256 {sha256[:12]}…, not on {inputs.dataset.name} "
+            f"sha256 {inputs.dataset.sha256[:12]}… (give that dataset with --dataset)"
+        )
+        return row, None
+    try:
+        rows = replay_folder(folder, inputs.dataset, adapter, progress=progress)
+    except MeasurementError as exc:
+        return {**row, "reason": f"replay stopped: {exc}"}, None
+    thresholds = _thresholds(inputs, version)
+    report = version_report(
+        folder,
+        rows,
+        inputs.dataset,
+        thresholds,
+        seed=inputs.seed,
+        bootstrap=BOOTSTRAP,
+        recalibration_splits=RECALIBRATION_SPLITS,
+    )
+    row.update(replayed=True, **_summary(report.data, report.outcome, report.gates, inputs.seed))
+    row["thresholds"] = None if thresholds is None else thresholds.describe()
+    failed = [r for r in rows if r.error is not None]
+    row["first_failure"] = None if not failed else f"{failed[0].instance_id}: {failed[0].error}"
+    return row, report.data
+
+
+def _summary(data: Mapping[str, Any], result: Outcome, gates: tuple[GateRow, ...], seed: int) -> dict[str, Any]:
+    """The row's numbers, read from the version's report (mean OVL exactly as its run reports it)."""
+    from .analysis.trend import mean_ovl_intervals
+
+    intervals = mean_ovl_intervals(data["items"], seed=seed)
+    for prim in PRIMITIVES:  # the point estimate is Table 1's, to the last digit
+        intervals[prim]["mean"] = (data["primitives"].get(prim) or {}).get("mean_ovl")
+    swap = data.get("option_swap") or {}
+    test = (data.get("uncertainty") or {}).get("test") or {}
+    return {
+        "counts": dict(data["counts"]),
+        "mean_ovl": intervals,
+        "swap_shift": {"mean_shift": swap.get("mean_shift"), "p_value": swap.get("p_value")} if swap else None,
+        "lambda_test": {k: test.get(k) for k in ("p_value", "statistic", "effect")} if test else None,
+        "gates": {
+            "outcome": str(result),
+            "count": len(gates),
+            "failed": [g.name for g in gates if g.verdict == Verdict.FAILED],
+            "not_applicable": sum(g.verdict == Verdict.NOT_APPLICABLE for g in gates),
+        },
+    }
+
+
+def _step(inputs: TrendInputs, old: str, new: str, reports: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The upgrade comparison of `new` against `old`, as ``--sys1cal-baseline=<old>`` on a run of `new` makes it."""
+    step: dict[str, Any] = {"from": old, "to": new, "compared": False, "reason": None}
+    missing = [v for v in (old, new) if v not in reports]
+    if missing:
+        return {**step, "reason": f"{' and '.join(missing)} could not be replayed"}
+    base, data = reports[old], reports[new]
+    theirs, ours = (r["repeats"] * r.get("repeats_per_answer", 1) for r in (base, data))
+    if theirs != ours:
+        return {
+            **step,
+            "reason": f"{old} averages {theirs} model repeat(s) per answer, {new} {ours}: the OVL of a mean depends "
+            "on how many repeats it averages, so only recordings averaging as many compare",
+        }
+    thresholds = _thresholds(inputs, new)
+    try:
+        rows = evaluate_regression(
+            thresholds.regression if thresholds else None, data, base, seed=inputs.seed, baseline_name=old
+        )
+    except BaselineError as exc:
+        return {**step, "reason": str(exc)}
+    from .gates.evaluate import unmeasured_fails
+
+    counts = data["counts"]
+    rows = rows if counts["failed"] or counts["renderings"] < len(inputs.dataset.renderings) else unmeasured_fails(rows)
+    return {**step, "compared": True, "outcome": str(outcome(rows)), "primitives": _deltas(rows)}
+
+
+def _deltas(rows: list[GateRow]) -> dict[str, Any]:
+    out = {}
+    for row in rows:
+        d = dict(row.details or {})
+        prim = row.name.split(".")[1]
+        keys = ("n", "baseline", "new", "difference", "lower", "lower_level", "upper", "upper_level", "se")
+        out[prim] = {key: d.get(key) for key in keys}
+        out[prim].update(
+            verdict=str(row.verdict),
+            tolerated=row.tolerated,
+            margin=d.get("margin"),
+            fail_margin=d.get("fail_margin"),
+            margins=(d.get("margins") or {}).get("text"),
+            advice=(d.get("advice") or {}).get("text"),
+            explanation=row.explanation,
+        )
+    return out
