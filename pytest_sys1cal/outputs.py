@@ -1,17 +1,29 @@
 """The run's one output boundary for files: the JSON report, the HTML report and the GitHub job summary.
-Their paths are checked before anything runs (exit 4 naming the path: a folder, a place that cannot be
-written, a path that is also one of the run's inputs); each file is written whole (atomically) and passed
-through the run's redactor; "written to" is said only after the write succeeded."""
+
+Their paths are checked before anything runs (exit 4 naming the path and the fix): a folder, a place that
+cannot be written (tried for real, with a probe file removed at once: permission bits do not stop root, a
+read-only file system or /proc does), a read-only file, two outputs on one path (the JUnit XML included), a
+path that is also one of the run's inputs. Each file is written whole (atomically) and passed through the
+run's redactor; "written to" is said only after the write succeeded, "NOT written to … : why" otherwise.
+
+A report of an interrupted run (its ``interrupted`` block) never replaces the complete report of an earlier
+run at the same path: it goes beside it (``report.interrupted.json``), and the line says where and why. A
+Ctrl-C while a file is drawn stops the drawing, leaves the file as it was and says so.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .files import write_atomic
+from .vocabulary import REPORT_SCHEMA
 
 if TYPE_CHECKING:
     from .options import Settings
@@ -19,16 +31,25 @@ if TYPE_CHECKING:
     from .run_report import Baseline, Report
 
 Line = tuple[str, dict[str, bool]]
+RED = {"red": True, "bold": True}
+# (what, the option that named it, its path, how to draw it)
+Document = tuple[str, str, Path, Callable[[], str]]
 
 
 class Outputs:
-    def __init__(self, settings: Settings):
+    """`junitxml`: pytest's --junitxml path, checked against the others (pytest writes it, not this class).
+    After `write`: `failed` when a file could not be written, `interrupted` when a Ctrl-C stopped the drawing."""
+
+    def __init__(self, settings: Settings, junitxml: str | Path | None = None):
         self.settings = settings
         self.files = {
             name: path
             for name, path in (("--sys1cal-report", settings.report), ("--sys1cal-html", settings.html))
             if path is not None
         }
+        self.junitxml = Path(os.path.abspath(junitxml)) if junitxml else None
+        self.failed = False
+        self.interrupted = False
 
     def inputs(self) -> dict[str, Path]:
         """The files and folders this run reads, which no output may overwrite."""
@@ -37,7 +58,7 @@ class Outputs:
             "--sys1cal-baseline": Path(s.baseline) if s.baseline else None,  # a version name matches no file
             "--sys1cal-thresholds": s.thresholds,
             "--sys1cal-cassettes": s.cassettes,
-            "--sys1cal-dataset": Path(s.dataset) if os.sep in s.dataset or s.dataset.endswith(".jsonl") else None,
+            "--sys1cal-dataset": _dataset_path(s.dataset),
         }
         return {name: path for name, path in found.items() if path is not None}
 
@@ -47,7 +68,7 @@ class Outputs:
             from .report.html import check_available
 
             check_available()
-        seen: dict[Path, str] = {}
+        seen: dict[Path, str] = {_key(self.junitxml): "--junitxml"} if self.junitxml else {}
         inputs = {_key(path): name for name, path in self.inputs().items()}
         for name, path in self.files.items():
             key = _key(path)
@@ -66,20 +87,109 @@ class Outputs:
 
     def write(self, report: Report, baseline: Baseline | None, redactor: Redactor) -> list[Line]:
         """Write the JSON and HTML reports and append the job summary; one line per file written or not."""
+        documents = self._documents(report, baseline)
+        partial = "interrupted" in report.data
+        lines: list[Line] = []
+        done = 0
+        try:
+            for what, _, path, draw in documents:
+                lines.append(self._write(what, path, draw, redactor, partial=partial))
+                done += 1
+            summary = os.environ.get("GITHUB_STEP_SUMMARY")
+            if summary:
+                lines += self._append_summary(Path(summary), report.data, redactor)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            lines += self.not_written("interrupted (Ctrl-C) while it was drawn", [d[2] for d in documents[done:]])
+        return [line for line in lines if line[0]]
+
+    def not_written(self, why: str, paths: list[Path] | None = None) -> list[Line]:
+        """A line for each output (or each of `paths`) that this run did not write, and why; what was at the
+        path before is left as it was."""
+        named = {path: name for name, path in self.files.items()}
+        lines = []
+        for path in self.files.values() if paths is None else paths:
+            what = "JSON report" if named.get(path) == "--sys1cal-report" else "HTML report"
+            kept = f"; {path} left as it was" if path.exists() else ""
+            lines.append((f"{what} NOT written to {path}: {why}{kept}", RED))
+        return lines
+
+    def _documents(self, report: Report, baseline: Baseline | None) -> list[Document]:
         from .report.json_report import dumps
 
-        lines: list[Line] = []
+        documents: list[Document] = []
         if self.settings.report is not None:
-            lines.append(_write("JSON report", self.settings.report, redactor.text(dumps(report.data))))
+            documents.append(("JSON report", "--sys1cal-report", self.settings.report, lambda: dumps(report.data)))
         if self.settings.html is not None:
             from .report.html import render_html
 
-            page = render_html(report.data, baseline.report if baseline else None)
-            lines.append(_write("HTML report", self.settings.html, redactor.text(page)))
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            lines += _append_summary(Path(summary), report.data, self.settings.html, redactor)
-        return [line for line in lines if line[0]]
+            def page() -> str:
+                return render_html(report.data, baseline.report if baseline else None)
+
+            documents.append(("HTML report", "--sys1cal-html", self.settings.html, page))
+        return documents
+
+    def _write(self, what: str, path: Path, draw: Callable[[], str], redactor: Redactor, *, partial: bool) -> Line:
+        """Draw and write one file; a partial report goes beside a complete one rather than over it."""
+        target, kept = path, ""
+        if partial and _complete(path):
+            target = beside(path)
+            kept = f"; {path} holds a complete run's report and was left as it was"
+            if _key(target) in {_key(p) for p in self.inputs().values()}:
+                self.failed = True
+                return (f"{what} NOT written: {target}, beside {path}, is one of this run's inputs{kept}", RED)
+        text = redactor.text(draw())
+        try:
+            write_atomic(target, text)
+        except OSError as exc:
+            self.failed = True
+            return (f"{what} NOT written to {target}: {exc.strerror or exc}", RED)
+        label = f"{what} of this interrupted run" if partial else what
+        return (f"{label} written to {target}{kept}", {"yellow": True} if kept else {})
+
+    def _append_summary(self, path: Path, data: Mapping[str, Any], redactor: Redactor) -> list[Line]:
+        """On GitHub Actions, the tables and gates also go to the job's summary page, as Markdown."""
+        from .report.markdown import summary_markdown
+
+        text = redactor.text(summary_markdown(data, html=self.settings.html, environ=os.environ))
+        try:
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            self.failed = True
+            return [(f"job summary NOT appended to {path}: {exc.strerror or exc}", {"red": True})]
+        return []
+
+
+def beside(path: Path) -> Path:
+    """Where the report of an interrupted run goes when a complete one is at `path`: report.interrupted.json."""
+    return path.with_name(f"{path.stem}.interrupted{path.suffix}")
+
+
+def _complete(path: Path) -> bool:
+    """Whether `path` holds a report (JSON or HTML) of a run that went through its selection."""
+    from .report.html import INTERRUPTED_MARK
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if path.suffix.lower() in (".html", ".htm") or text.lstrip().startswith("<"):
+        return "<title>Sys1Cal calibration" in text and f'class="{INTERRUPTED_MARK}"' not in text
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("schema") == REPORT_SCHEMA and "interrupted" not in data
+
+
+def _dataset_path(spec: str) -> Path | None:
+    from .dataset import resolve_path
+
+    try:
+        return resolve_path(spec)[1]
+    except InputError:  # a dataset that cannot be found is refused with its own message, right after
+        return None
 
 
 def _key(path: Path) -> Path:
@@ -87,30 +197,20 @@ def _key(path: Path) -> Path:
 
 
 def _check_writable(name: str, path: Path) -> None:
+    """A file can be written at `path`: not a folder, nor a read-only file, and its folder (or the nearest
+    that exists, which the write would create the rest under) takes a new file."""
     if path.is_dir():
         raise InputError(f"{name} {path}: a folder, not a file; name the file to write, e.g. {path / 'report.json'}")
     parent = next((p for p in path.parents if p.exists()), None)
     if parent is None or not parent.is_dir():
-        raise InputError(f"{name} {path}: {parent} is not a folder, so the report cannot be written there")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{name} {path}: cannot write in {parent} (permission denied); write the report elsewhere")
-
-
-def _write(what: str, path: Path, text: str) -> Line:
+        raise InputError(f"{name} {path}: {parent} is a file, not a folder; write the report in a folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InputError(f"{name} {path}: the file is read-only; make it writable or write the report elsewhere")
     try:
-        write_atomic(path, text)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
     except OSError as exc:
-        return (f"{what} NOT written to {path}: {exc.strerror or exc}", {"red": True, "bold": True})
-    return (f"{what} written to {path}", {})
-
-
-def _append_summary(path: Path, data: Mapping[str, Any], html: Path | None, redactor: Redactor) -> list[Line]:
-    """On GitHub Actions, the tables and gates also go to the job's summary page, as Markdown."""
-    from .report.markdown import summary_markdown
-
-    try:
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(redactor.text(summary_markdown(data, html=html, environ=os.environ)))
-    except OSError as exc:
-        return [(f"job summary NOT appended to {path}: {exc.strerror or exc}", {"red": True})]
-    return []
+        why = exc.strerror or type(exc).__name__
+        raise InputError(f"{name} {path}: cannot write in {parent} ({why}); write the report elsewhere") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)

@@ -103,6 +103,14 @@ class XdistHooks:
         node.workerinput[WORKERINPUT_KEY] = self.run.settings.to_json()
         node.workerinput.update(self.run.workerinput())
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # The controller collects nothing itself: the selection is the workers' (each collects all of it).
+        from .collect import renderings_of_nodeids
+
+        run = self.run
+        run.interruption.selected = len(renderings_of_nodeids(ids, run.settings.model, run.dataset))
+
 
 class ActiveRun:
     """The hooks of a run with ``--sys1cal``. On an xdist worker it measures; on the controller (or
@@ -126,6 +134,23 @@ class ActiveRun:
 
         run = self.run
         items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer, self.only)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # The selection after -k/-m deselection: what an interrupted run's report counts as selected.
+        from .collect import renderings_of
+
+        if self.controller and not session.config.pluginmanager.has_plugin("dsession"):
+            self.run.interruption.selected = len(renderings_of(session.items, self.run.measurer))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Generator[None, Any, Any]:
+        # Ctrl-C, a stop an item asked for (session.shouldstop: a fatal error), xdist's stops, pytest.exit. A
+        # wrapper: the reason is kept, and the traceback made showable, before pytest's terminal formats it.
+        from .interruption import reason_of, showable
+
+        self.run.interruption.stopped(reason_of(excinfo.value))
+        showable(excinfo)
+        return (yield)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
@@ -151,25 +176,47 @@ class ActiveRun:
         if not self.controller:
             return
         run = self.run
+        if session.shouldfail:  # -x/--maxfail: pytest ends the loop without an interrupt
+            run.interruption.stopped(f"-x/--maxfail: {session.shouldfail}")
         run.finish()
         if run.report is not None:
             self._report_gates(session.config)
+        self._mark_interrupted(session.config)
+        ok = session.exitstatus == pytest.ExitCode.OK
         if run.finish_error:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-        elif run.report is not None and not run.report.passed and session.exitstatus == pytest.ExitCode.OK:
+        elif run.interruption.finishing:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        elif run.report is not None and not run.report.passed and ok:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif run.outputs.failed and ok:  # a report asked for and not written fails the run (exit 3)
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    def _log_hook(self, config: pytest.Config) -> Any:
+        """The report hook without the terminal, last-failed cache and stepwise plugins (and this one): what
+        the run adds to the items (gates, the interruption) is not an item that --lf could rerun, and the
+        summary speaks for the terminal."""
+        skip = [config.pluginmanager.get_plugin(name) for name in ("terminalreporter", "lfplugin", "stepwiseplugin")]
+        return config.pluginmanager.subset_hook_caller("pytest_runtest_logreport", [p for p in (*skip, self) if p])
+
+    def _mark_interrupted(self, config: pytest.Config) -> None:
+        """An interrupted run (or end-of-run work) says so in the JUnit XML too (interruption.py)."""
+        from .interruption import mark_junit
+
+        run = self.run
+        text = run.interruption.junit_text(run.report.data if run.report else None, len(run.rows))
+        if text:
+            mark_junit(config, run.redactor.text(text), str(run.dataset.path), self._log_hook(config))
 
     def _report_gates(self, config: pytest.Config) -> None:
-        """Hand each gate to report plugins (JUnit XML writes it as a test case) as a test report. The
-        terminal, last-failed cache and stepwise plugins are left out: the gate block speaks for the terminal,
-        and a gate is not an item that --lf could rerun."""
+        """Hand each gate to report plugins (JUnit XML writes it as a test case) as a test report; the
+        terminal counts the ones that did not pass."""
         from .collect import gate_reports
         from .vocabulary import Verdict
 
         assert self.run.report is not None
-        skip = [config.pluginmanager.get_plugin(name) for name in ("terminalreporter", "lfplugin", "stepwiseplugin")]
-        hook = config.pluginmanager.subset_hook_caller("pytest_runtest_logreport", [p for p in (*skip, self) if p])
-        terminal = skip[0]
+        hook = self._log_hook(config)
+        terminal = config.pluginmanager.get_plugin("terminalreporter")
         for report, gate in gate_reports(self.run.report.gates, self.run.gate_location):
             hook(report=report)
             if terminal is not None and report.failed:

@@ -21,6 +21,7 @@ from .bundled import shipped_thresholds_path
 from .cassette_folder import CassetteFolder, reference_root
 from .dataset import Dataset, load_dataset
 from .errors import usage_errors
+from .interruption import Interruption
 from .measure import Measurer
 from .models import BUILTIN_ADAPTERS, make_adapter
 from .models.base import ModelAdapter
@@ -43,7 +44,7 @@ class Sys1CalRun:
         self.controller = controller
         registered = config.hook.pytest_sys1cal_adapters()
         with usage_errors():
-            self.outputs = Outputs(settings)
+            self.outputs = Outputs(settings, junitxml=getattr(config.option, "xmlpath", None) if controller else None)
             if controller:
                 self.outputs.check()
             self.dataset: Dataset = load_dataset(settings.dataset)
@@ -97,6 +98,7 @@ class Sys1CalRun:
         self.report: Report | None = None
         self.summary: list[Line] = []
         self.finish_error: str | None = None
+        self.interruption = Interruption()  # the collection's selection, and why the run stopped early
 
     # ------------------------------------------------------------------ configure
 
@@ -187,14 +189,20 @@ class Sys1CalRun:
         try:
             self._close_recording()
             if not self.rows:
-                lines.append(("no rendering was measured (all deselected or skipped)", {}))
+                lines.append(self.interruption.nothing_ran())
             else:
                 started = time.perf_counter()
                 self.report = build_report(self._facts(), self.rows, self.dataset, self.thresholds, self.baseline)
                 lines += self._report_lines(self.report)
                 lines += self.outputs.write(self.report, self.baseline, self.redactor)
-                seconds = time.perf_counter() - started
-                lines.append((f"analysis and reports of {len(self.rows)} renderings: {seconds:.2f} s", {}))
+                if self.outputs.interrupted:  # Ctrl-C while a file was drawn: outputs.py said which
+                    lines.append(self.interruption.drawing_stopped())
+                else:
+                    seconds = time.perf_counter() - started
+                    lines.append((f"analysis and reports of {len(self.rows)} renderings: {seconds:.2f} s", {}))
+        except KeyboardInterrupt:  # Ctrl-C (a second one, after an interrupted run) in the end-of-run work
+            lines += self.interruption.analysis_stopped(len(self.rows))
+            lines += self.outputs.not_written("the analysis was interrupted (Ctrl-C)")
         except Exception as exc:  # noqa: BLE001 - reported in the summary, with the traceback under -v
             import traceback
 
@@ -217,6 +225,8 @@ class Sys1CalRun:
             seed=self.settings.seed,
             bootstrap=self.settings.bootstrap,
             recalibration_splits=self.settings.recalibration_splits,
+            selected=self.interruption.selected,
+            stopped=self.interruption.reason,
         )
 
     def _report_lines(self, report: Report) -> list[Line]:

@@ -29,6 +29,10 @@ class RunFacts:
     seed: int
     bootstrap: int
     recalibration_splits: int
+    # The collection's selection (after -k/-m deselection), which a stopped run did not get through; None: as
+    # many as ran. `stopped`: why the run stopped early (Ctrl-C, -x, a fatal error), None when it was not.
+    selected: int | None = None
+    stopped: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,9 @@ def build_report(
         seed=facts.seed,
         analysis=analysis,
     )
+    interrupted = interruption(facts, data["counts"])
+    if interrupted is not None:  # only then: the report of a run that went through its selection is unchanged
+        data["interrupted"] = interrupted
     gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts.seed)
     data["gates"] = [gate.to_json() for gate in gates]
     data["notices"] = _notices(facts, thresholds, baseline, gates)
@@ -106,7 +113,7 @@ def _gates(
     from .gates.evaluate import evaluate, not_applicable, unmeasured_fails
     from .gates.regression import evaluate_regression
 
-    partial = partial_run(data["counts"], total)
+    partial = partial_run(data["counts"], total, data.get("interrupted"))
     gates = evaluate(thresholds, data) if thresholds is not None else []
     gates = not_applicable(gates, partial) if partial else unmeasured_fails(gates)
     if baseline is not None:
@@ -118,8 +125,23 @@ def _gates(
     return gates
 
 
-def partial_run(counts: Mapping[str, int], total: int) -> str | None:
+def interruption(facts: RunFacts, counts: Mapping[str, int]) -> dict[str, Any] | None:
+    """The report's ``interrupted`` block: why the run stopped, how many renderings the collection selected
+    and how many were measured; None when every selected rendering ran (a stop at the last item included)."""
+    selected = counts["renderings"] if facts.selected is None else facts.selected
+    if facts.stopped is None or counts["renderings"] >= selected:
+        return None
+    return {"reason": facts.stopped, "selected": selected, "measured": counts["measured"]}
+
+
+def partial_run(counts: Mapping[str, int], total: int, interrupted: Mapping[str, Any] | None = None) -> str | None:
     """Why this run measured less than the whole dataset, or None."""
+    if interrupted:
+        return (
+            f"the run was interrupted ({interrupted['reason']}) after {counts['renderings']} of "
+            f"{interrupted['selected']} selected renderings; threshold gates describe the whole dataset, so they "
+            "are not applied to part of it"
+        )
     if counts["renderings"] < total:
         return (
             f"only {counts['renderings']} of {total} renderings were selected; threshold gates describe the "

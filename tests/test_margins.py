@@ -201,7 +201,7 @@ def test_the_design_check_is_the_paired_formula_at_the_comparisons_own_se(noisy_
         assert design["mde"] == pytest.approx(z * d["se"])
         assert design["enough"] is False and design["repeats_alone"] is True
         # The repeats advised bring the paired formula within the margin; one fewer would not (unless 4 is the floor).
-        var = lambda r: d["sigma_delta"] ** 2 + 2 * d["sigma_w"] ** 2 / r  # noqa: E731
+        var = lambda r, d=d: d["sigma_delta"] ** 2 + 2 * d["sigma_w"] ** 2 / r  # noqa: E731
         assert z**2 * var(design["repeats"]) * d["design_effect"] / d["n"] <= 0.02**2 + 1e-12
         assert design["repeats"] == 4 and z**2 * var(3) * d["design_effect"] / d["n"] > 0.02**2
         assert design["renderings"] == math.ceil(z**2 * d["n"] * d["se"] ** 2 / 0.02**2)

@@ -21,11 +21,14 @@ from ..errors import InputError
 from ..files import write_atomic
 from ..vocabulary import PRIMITIVES, Verdict
 from .gates import headline
+from .interrupted import interrupted_line, selected
 from .json_report import dumps
 
 if TYPE_CHECKING:
     from .table import Table
 
+# The class of the banner an interrupted run's page carries (and a complete run's page does not).
+INTERRUPTED_MARK = "verdict failed interrupted"
 INSTALL = "pip install 'pytest-sys1cal[html]'"
 # Nothing may be fetched: no script, no font, no image from anywhere; inline styles and SVG only.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -127,6 +130,9 @@ def _header(report: Mapping[str, Any], baseline: Mapping[str, Any] | None, title
     css = {"failed": "failed", "undecided": "undecided", "passed": "ok", "none": ""}[kind]
     mark = {"failed": "✗ ", "undecided": "! ", "passed": "✓ ", "none": ""}[kind]
     verdict = f'<p class="verdict {css}">{mark}{escape(phrase)}</p>'
+    stopped = interrupted_line(report)
+    if stopped:  # INTERRUPTED_MARK: outputs.py tells the page of an interrupted run by it
+        verdict += f'<p class="{INTERRUPTED_MARK}">{escape(stopped[:1].upper() + stopped[1:])}</p>'
     verdict += "".join(f'<p class="notice">Notice: {escape(n)}</p>' for n in report.get("notices") or [])
     facts = [
         (
@@ -136,7 +142,7 @@ def _header(report: Mapping[str, Any], baseline: Mapping[str, Any] | None, title
         ("dataset", f"{dataset['name']}, sha256 {dataset['sha256']}"),
         (
             "measured",
-            f"{counts['measured']} of {counts['renderings']} selected renderings ({counts['failed']} failed), "
+            f"{counts['measured']} of {selected(report)} selected renderings ({counts['failed']} failed), "
             f"{counts['latent_problems']} latent problems",
         ),
         ("repeats, seed", f"{report['repeats']}, {report['seed']}"),

@@ -8,6 +8,7 @@ from typing import Any
 
 from .breakdown_tables import family_delta_table
 from .gates import comparison_table, gate_table, headline
+from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
 from .table import markdown
 
@@ -25,18 +26,27 @@ def summary_markdown(
         f"### Sys1Cal calibration: {model['name']} {model['version']} — {verdict}",
         "",
         f"{model['source']} cassettes, {result['repeats']} repeat(s), dataset {dataset['name']} "
-        f"(sha256 `{dataset['sha256'][:12]}`), {result['counts']['measured']} renderings measured.",
+        f"(sha256 `{dataset['sha256'][:12]}`), {measured(result)}.",
         "",
+        *(f"> **{text[:1].upper()}{text[1:]}**  " for text in [interrupted_line(result)] if text),
         *(f"> **Notice:** {notice}  " for notice in result.get("notices", [])),
-        *([""] if result.get("notices") else []),
+        *([""] if result.get("notices") or result.get("interrupted") else []),
     ]
     if html is not None:
         lines += [html_link(html, environ or {}), ""]
     comparisons = [gate_table(result), comparison_table(result), family_delta_table(result)]
-    tables = [table for table in comparisons if table] + build_tables(result)
+    tables = [table for table in comparisons if table] + (build_tables(result) if result["counts"]["measured"] else [])
     for table in tables:
         lines += markdown(table)
     return "\n".join(lines) + "\n"
+
+
+def measured(result: Mapping[str, Any]) -> str:
+    """ "365 renderings measured"; on an interrupted run, of how many selected."""
+    count = result["counts"]["measured"]
+    if result.get("interrupted"):
+        return f"{count} of {selected(result)} selected renderings measured"
+    return f"{count} renderings measured"
 
 
 def html_link(html: Path, environ: Mapping[str, str]) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from ..vocabulary import Verdict
 from .breakdown_tables import family_delta_table
 from .gates import comparison_table, gate_table
+from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
 from .table import Table, aligned
 
@@ -42,16 +43,25 @@ def summary_lines(
         (
             f"{model['name']} {model['version']} ({model['source']} cassettes, "
             f"{repeats_phrase(result['repeats'], result.get('repeats_per_answer', 1))}) on {dataset['name']}: {counts['measured']} of "
-            f"{counts['renderings']} selected renderings measured, {counts['latent_problems']} latent problems",
+            f"{selected(result)} selected renderings measured, {counts['latent_problems']} latent problems",
             {},
         )
     ]
+    stopped = interrupted_line(result)
+    if stopped:
+        lines.append((stopped, {"red": True, "bold": True}))
     lines += [(f"notice: {notice}", {"yellow": True}) for notice in result.get("notices", [])]
-    if counts["failed"]:
-        lines.append((f"{counts['failed']} rendering(s) failed and are left out of every table below", {"red": True}))
-    for table in build_tables(result):
-        lines.append(("", {}))
-        lines += format_table(table)
+    if not counts["measured"]:  # every table would be empty
+        failed = f" ({counts['failed']} failed)" if counts["failed"] else ""
+        lines.append((f"no rendering was measured{failed}: no table to show", {"red": True}))
+    else:
+        if counts["failed"]:
+            lines.append(
+                (f"{counts['failed']} rendering(s) failed and are left out of every table below", {"red": True})
+            )
+        for table in build_tables(result):
+            lines.append(("", {}))
+            lines += format_table(table)
     for comparison in (comparison_table(result), family_delta_table(result)):
         if comparison:
             lines += [("", {})] + format_table(comparison)
