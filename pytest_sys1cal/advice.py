@@ -8,7 +8,7 @@ import os
 import shlex
 from pathlib import Path
 
-from .cassette_folder import CassetteFolder
+from .cassette_folder import CassetteFolder, folders_under
 from .dataset import BUNDLED, Dataset, Rendering
 from .models.base import ModelAdapter
 from .node_ids import node_id
@@ -123,7 +123,7 @@ class Advice:
     def no_cassettes(self) -> str:
         """The usage error of a replay with no cassettes for this model and version: what does exist."""
         folder = self.folder
-        listed = ", ".join(folder.existing_versions()) or "none"
+        listed = ", ".join(folders_under(folder.root)) or "none"
         return (
             f"no cassettes for {self.settings.model} {self.adapter.version}: {folder.path} does not exist or is "
             f"empty. Cassette folders under {folder.root}: {listed}. Check --sys1cal-cassettes, --sys1cal-model and "

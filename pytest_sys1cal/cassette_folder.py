@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .bundled import REFERENCE_MODEL, REFERENCE_VERSION, reference_cassettes
-from .cassettes import SECRET_HEADER
+from .cassettes import Scrubber
 from .dataset import Dataset, Rendering
 from .errors import InputError
 from .files import write_atomic
@@ -23,8 +23,6 @@ from .redact import strip_userinfo
 from .vocabulary import MANIFEST_SCHEMA, RECORD_MODES
 
 if TYPE_CHECKING:
-    from vcr.request import Request as VcrRequest
-
     from .redact import Redactor
     from .results import ResultRow
 
@@ -42,6 +40,11 @@ class Advice(Protocol):
     def record_elsewhere(self) -> str: ...
 
     def no_cassettes(self) -> str: ...
+
+
+def folders_under(root: Path) -> list[str]:
+    """``model/version`` of every folder with a manifest under a cassette root, for messages."""
+    return sorted(f"{p.parent.parent.name}/{p.parent.name}" for p in root.glob(f"*/*/{MANIFEST}"))
 
 
 def reference_root(root: Path, model: str, version: str, record_mode: str, *, default_root: bool) -> Path | None:
@@ -79,6 +82,7 @@ class CassetteFolder:
         self._prefix = str(self.path)
         self.record_mode = record_mode
         self.redactor = redactor
+        self.scrub = Scrubber(redactor)  # what a recording writes into this folder
         self.read_only = read_only
         self.manifest: dict[str, Any] | None = read_manifest(self.path / MANIFEST, model, version)
         self._created_manifest = False
@@ -149,10 +153,6 @@ class CassetteFolder:
 
     def cassette_count(self) -> int:
         return sum(1 for _ in self.path.glob("*/*.json")) if self.path.is_dir() else 0
-
-    def existing_versions(self) -> list[str]:
-        """``model/version`` of every folder with a manifest under the root, for messages."""
-        return sorted(f"{p.parent.parent.name}/{p.parent.name}" for p in self.root.glob(f"*/*/{MANIFEST}"))
 
     # ------------------------------------------------------------------ checks before any item runs
 
@@ -259,26 +259,3 @@ class CassetteFolder:
             with contextlib.suppress(OSError):
                 if directory.is_dir() and not any(directory.iterdir()):
                     directory.rmdir()
-
-    # ------------------------------------------------------------------ what a recording writes
-
-    def scrub_request(self, request: VcrRequest) -> VcrRequest:
-        """Before a request is saved: no secret-looking header, no secret in the URI or body."""
-        for name in list(request.headers):
-            if SECRET_HEADER.search(name):
-                del request.headers[name]
-        request.uri = self.redactor.url(request.uri)
-        if isinstance(request.body, bytes):
-            request.body = self.redactor.bytes(request.body)
-        return request
-
-    def scrub_response(self, response: dict[str, Any]) -> dict[str, Any]:
-        """Before a response is saved: no secret-looking header, and no secret in any header value or the body."""
-        response["headers"] = {
-            name: [self.redactor.text(str(v)) for v in values]
-            for name, values in response["headers"].items()
-            if not SECRET_HEADER.search(name)
-        }
-        body = response["body"]["string"]
-        response["body"]["string"] = self.redactor.bytes(body) if isinstance(body, bytes) else self.redactor.text(body)
-        return response

@@ -8,15 +8,47 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .errors import MeasurementError
+
+if TYPE_CHECKING:
+    from vcr.request import Request as VcrRequest
+
+    from .redact import Redactor
 
 EXTENSION_KEY = "sys1cal_cassette"
 INTERACTION_KEY = "sys1cal_interaction"
 # Headers that carry or may carry credentials, matched case-insensitively on the name.
 SECRET_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|session|signature|credential|password", re.I)
+
+
+class Scrubber:
+    """What a recording writes, made safe (vcrpy calls it before a request or a response is kept): no
+    secret-looking header, and the run's secrets (redact.py) in no header value, URI or body."""
+
+    def __init__(self, redactor: Redactor):
+        self.redactor = redactor
+
+    def request(self, request: VcrRequest) -> VcrRequest:
+        for name in list(request.headers):
+            if SECRET_HEADER.search(name):
+                del request.headers[name]
+        request.uri = self.redactor.url(request.uri)
+        if isinstance(request.body, bytes):
+            request.body = self.redactor.bytes(request.body)
+        return request
+
+    def response(self, response: dict[str, Any]) -> dict[str, Any]:
+        response["headers"] = {
+            name: [self.redactor.text(str(v)) for v in values]
+            for name, values in response["headers"].items()
+            if not SECRET_HEADER.search(name)
+        }
+        body = response["body"]["string"]
+        response["body"]["string"] = self.redactor.bytes(body) if isinstance(body, bytes) else self.redactor.text(body)
+        return response
 
 
 class CassetteMiss(MeasurementError):

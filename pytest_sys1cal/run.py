@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from .bundled import shipped_thresholds_path
 from .cassette_folder import CassetteFolder, reference_root
 from .dataset import Dataset, load_dataset
 from .errors import usage_errors
+from .gates.schema import Thresholds
 from .interruption import Interruption
 from .measure import Measurer
 from .models import BUILTIN_ADAPTERS, make_adapter
@@ -65,27 +67,24 @@ class Sys1CalRun:
             settings.record_mode,
             default_root=settings.default_cassettes,
         )
-        self.thresholds = self._load_thresholds(registered) if controller else None
+        self.thresholds = (
+            thresholds_in_force(settings, self.adapter, registered, self.reference) if controller else None
+        )
         with usage_errors():
-            self.folder = CassetteFolder(
-                self.reference or settings.cassettes,
-                settings.model,
-                self.adapter.version,
-                settings.record_mode,
-                self.redactor,
-                read_only=self.reference is not None,
-            )
+            self.folder = folder_of(settings, self.adapter, self.redactor, self.reference)
             self.advice = Advice(settings, self.adapter, self.dataset, self.folder)
             if controller:
                 self.folder.check(self.dataset, self.advice, collect_only=config.option.collectonly)
         self.adapter.use_recorded_settings(self.folder.recorded_settings)
         with usage_errors():
-            self.baseline = self._load_baseline(registered) if controller and settings.baseline else None
+            self.baseline = (
+                baseline_of(config, settings, self, registered) if controller and settings.baseline else None
+            )
             baseline_repeats = averaged_repeats(self.baseline.report) if self.baseline else None
             self.repeats = repeats or self.folder.repeats(settings.repeats, baseline_repeats)
             if self.baseline is not None:
                 check_repeats(self.baseline, self.repeats, self.folder.repeats_per_answer)
-        self.recording = self._recording() if settings.recording else None
+        self.recording = recording_of(config, settings, controller) if settings.recording else None
         self.measurer = Measurer(
             self.adapter,
             self.folder,
@@ -101,47 +100,6 @@ class Sys1CalRun:
         self.interruption = Interruption()  # the collection's selection, and why the run stopped early
 
     # ------------------------------------------------------------------ configure
-
-    def _load_thresholds(self, registered: Any) -> Any:
-        """The thresholds file in force: the given one, the rootdir's thresholds.yaml, or, for the bundled
-        reference set in a project without a thresholds file, the shipped one."""
-        path = self.settings.thresholds
-        if path is None and self.reference is not None:
-            with usage_errors():
-                path = shipped_thresholds_path()
-        if path is None:
-            return None
-        from .gates.config import load_thresholds
-
-        known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
-        with usage_errors():
-            return load_thresholds(path, self.settings.model, self.adapter.version, known_models=known)
-
-    def _load_baseline(self, registered: Any) -> Baseline:
-        """A saved report, or another version of this model replayed now (baseline.py tells them apart)."""
-        settings = self.settings
-
-        def adapter_for(version: str) -> ModelAdapter:  # the baseline version's, configured like the run's
-            adapter = make_adapter(
-                settings.model, registered, version=version, base_url=settings.base_url, environ=os.environ
-            )
-            self.config.hook.pytest_sys1cal_configure_adapter(config=self.config, adapter=adapter)
-            return adapter
-
-        return resolve_baseline(
-            settings,
-            version=self.adapter.version,
-            dataset=self.dataset,
-            adapter_for=adapter_for,
-            invocation_dir=self.config.invocation_params.dir,
-        )
-
-    def _recording(self) -> Any:
-        from .recording_hooks import Recording, limits_for, workercount
-
-        workerinput: Mapping[str, Any] = getattr(self.config, "workerinput", {})
-        share = workercount(workerinput) if not self.controller else 1
-        return Recording(self.config, limits_for(self.settings, share), quiet=not self.controller)
 
     def workerinput(self) -> dict[str, Any]:
         """What an xdist worker needs from the controller's configure: the repeats it decided."""
@@ -251,6 +209,58 @@ class Sys1CalRun:
             self.recording.close()
             self.folder.release()  # a recording that never reached finish() must not leave its lock
         self.measurer.close()
+
+
+def folder_of(settings: Settings, adapter: ModelAdapter, redactor: Redactor, reference: Path | None) -> CassetteFolder:
+    """The run's cassette folder: the project's, or the bundled reference set read-only (`reference`)."""
+    root = reference or settings.cassettes
+    mode = settings.record_mode
+    return CassetteFolder(root, settings.model, adapter.version, mode, redactor, read_only=reference is not None)
+
+
+def thresholds_in_force(
+    settings: Settings, adapter: ModelAdapter, registered: Any, reference: Path | None
+) -> Thresholds | None:
+    """The thresholds file in force: the given one, the rootdir's thresholds.yaml, or, for the bundled
+    reference set in a project without a thresholds file, the shipped one."""
+    path = settings.thresholds
+    with usage_errors():
+        if path is None and reference is not None:
+            path = shipped_thresholds_path()
+        if path is None:
+            return None
+        from .gates.config import load_thresholds
+
+        known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
+        return load_thresholds(path, settings.model, adapter.version, known_models=known)
+
+
+def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, registered: Any) -> Baseline:
+    """A saved report, or another version of this model replayed now (baseline.py tells them apart)."""
+
+    def adapter_for(version: str) -> ModelAdapter:  # the baseline version's, configured like the run's
+        adapter = make_adapter(
+            settings.model, registered, version=version, base_url=settings.base_url, environ=os.environ
+        )
+        config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=adapter)
+        return adapter
+
+    return resolve_baseline(
+        settings,
+        version=run.adapter.version,
+        dataset=run.dataset,
+        adapter_for=adapter_for,
+        invocation_dir=config.invocation_params.dir,
+    )
+
+
+def recording_of(config: pytest.Config, settings: Settings, controller: bool) -> Any:
+    """This process's recording; an xdist worker's limits are its share of the run's."""
+    from .recording_hooks import Recording, limits_for, workercount
+
+    workerinput: Mapping[str, Any] = getattr(config, "workerinput", {})
+    share = workercount(workerinput) if not controller else 1
+    return Recording(config, limits_for(settings, share), quiet=not controller)
 
 
 def _import_analysis() -> None:

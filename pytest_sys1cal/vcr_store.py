@@ -81,8 +81,8 @@ def load_cassette(folder: CassetteFolder, rendering: Rendering) -> Cassette:
         match_on=MATCH_ON,
         # Scrubbing is for what gets written; a replay writes nothing (and the files on disk were scrubbed
         # when they were recorded).
-        before_record_request=folder.scrub_request if folder.recording else None,
-        before_record_response=folder.scrub_response if folder.recording else None,
+        before_record_request=folder.scrub.request if folder.recording else None,
+        before_record_response=folder.scrub.response if folder.recording else None,
         allow_playback_repeats=False,  # repeats replay in recorded order, once each
     )
 

@@ -7,13 +7,20 @@ pytest_plugins = ["pytester"]
 
 @pytest.fixture(autouse=True, scope="session")
 def _analysis_stack_loaded_once() -> None:
-    """pytester's in-process runs drop modules first imported inside a run; numpy cannot be imported twice
-    in one process, and httpx's async backends lose their exception mapping when re-imported. So load them
-    once, before any nested run: in a fixture, not at import, so `pytest --sys1cal` here does not pay."""
+    """pytester's in-process runs drop modules first imported inside a run; numpy and matplotlib cannot be
+    imported twice in one process, and httpx's async backends lose their exception mapping when re-imported. So
+    load them once, before any nested run: in a fixture, not at import, so `pytest --sys1cal` here does not pay."""
+    import importlib.util
+
     import anyio._backends._asyncio  # noqa: F401
     import httpcore._backends.anyio  # noqa: F401
 
     import pytest_sys1cal.analysis  # noqa: F401
+
+    # matplotlib too (where the html extra is installed): many tests draw HTML pages in nested runs, and a
+    # matplotlib first imported inside one of them is dropped after it and breaks on its second import.
+    if importlib.util.find_spec("matplotlib") is not None:
+        import pytest_sys1cal.report.figure_registry  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

@@ -46,7 +46,7 @@ def test_secrets_are_scrubbed_from_requests_and_responses_case_insensitively(tmp
         b"{}",
         {"AuThOrIzAtIoN": f"Bearer {CANARY}", "X-API-Key": CANARY, "Content-Type": "application/json"},
     )
-    assert list(store.scrub_request(request).headers) == ["Content-Type"]
+    assert list(store.scrub.request(request).headers) == ["Content-Type"]
     response = {
         "status": {"code": 200, "message": "OK"},
         "headers": {
@@ -57,7 +57,7 @@ def test_secrets_are_scrubbed_from_requests_and_responses_case_insensitively(tmp
         },
         "body": {"string": f'{{"echo": "{CANARY}"}}'.encode()},
     }
-    scrubbed = store.scrub_response(response)
+    scrubbed = store.scrub.response(response)
     assert list(scrubbed["headers"]) == ["content-type"]
     assert CANARY.encode() not in scrubbed["body"]["string"]
 

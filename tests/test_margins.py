@@ -43,10 +43,15 @@ def test_inconclusive_is_read_with_the_line_that_sets_it(tmp_path: Path) -> None
     assert config.set_by["inconclusive"] == ("jev.regression.inconclusive", 4)
     assert config.set_by["alpha"] == ("jev.regression.alpha", 3)
     assert "noul.max_drop_mean_ovl" not in config.set_by  # the default
-    assert load_thresholds(thresholds_file(tmp_path, "jev:\n  noul: {min_mean_ovl: 0.5}\n"), "jev").regression.inconclusive == "fail"
+    assert (
+        load_thresholds(thresholds_file(tmp_path, "jev:\n  noul: {min_mean_ovl: 0.5}\n"), "jev").regression.inconclusive
+        == "fail"
+    )
 
 
-@pytest.mark.parametrize(("value", "shown"), [("maybe", "'maybe' (text)"), ("true", "'true' (a boolean)"), ("1", "'1' (an integer)")])
+@pytest.mark.parametrize(
+    ("value", "shown"), [("maybe", "'maybe' (text)"), ("true", "'true' (a boolean)"), ("1", "'1' (an integer)")]
+)
 def test_any_other_inconclusive_value_is_a_line_numbered_error(tmp_path: Path, value: str, shown: str) -> None:
     path = thresholds_file(tmp_path, f"jev:\n  regression:\n    inconclusive: {value}\n")
     with pytest.raises(ThresholdsError) as error:
@@ -120,7 +125,9 @@ def test_pass_lets_an_inconclusive_comparison_pass_and_still_shows_it() -> None:
         "every gate in force passed; 1 inconclusive comparison(s) let pass by regression.inconclusive: pass",
     )
     notices = regression_notices(lenient)
-    assert notices[0].startswith("1 inconclusive comparison(s) (Noul mean OVL) let pass by regression.inconclusive: pass")
+    assert notices[0].startswith(
+        "1 inconclusive comparison(s) (Noul mean OVL) let pass by regression.inconclusive: pass"
+    )
     text = [line for line, _ in gate_lines(data)]
     assert "1 comparison(s) inconclusive, let pass by regression.inconclusive: pass" in text[-2]
     assert not any(line.startswith("calibration gate not passed") for line in text)

@@ -79,7 +79,11 @@ def test_each_row_is_that_versions_own_run_and_each_step_its_upgrade_gate(
     assert (step["from"], step["to"], step["compared"], step["outcome"]) == (OLD, NEW, True, "failed")
     for row in regression_rows(compared):
         cell = step["primitives"][row["name"].split(".")[1]]
-        assert (cell["difference"], cell["lower"], cell["upper"]) == (row["observed"], row["details"]["lower"], row["details"]["upper"])
+        assert (cell["difference"], cell["lower"], cell["upper"]) == (
+            row["observed"],
+            row["details"]["lower"],
+            row["details"]["upper"],
+        )
         assert cell["verdict"] == row["verdict"]
     assert [step["primitives"][p]["verdict"] for p in ("noul", "choice", "score")] == ["FAILED", "passed", "FAILED"]
 
@@ -121,11 +125,20 @@ def test_the_command_prints_the_tables_with_a_progress_line(
     assert err.splitlines()[1].startswith(f"trend: {NEW} (2 of 2): replayed 365/365 renderings and analysed, ")
     lines = out.splitlines()
     assert lines[0].startswith(f"Sys1Cal trend: jev, 2 recorded versions under {root / 'jev'}; dataset sys1cal-v1")
-    assert re.search(rf"^{OLD} +reconstructed +1 \(mean of 10\) +0\.918 \[0\.900, 0\.934\] +0\.764 .* passed \(19\)$", out, re.M)
+    assert re.search(
+        rf"^{OLD} +reconstructed +1 \(mean of 10\) +0\.918 \[0\.900, 0\.934\] +0\.764 .* passed \(19\)$", out, re.M
+    )
     assert re.search(rf"^{NEW} .* 0\.836 \[0\.813, 0\.857\] .* FAILED \(10 of 21\)$", out, re.M)
-    assert re.search(rf"^{OLD} → {NEW} +365 +-0\.0822 \[.*\] FAILED +\+0\.0385 \[.*\] passed +-0\.0651 \[.*\] FAILED +FAILED$", out, re.M)
+    assert re.search(
+        rf"^{OLD} → {NEW} +365 +-0\.0822 \[.*\] FAILED +\+0\.0385 \[.*\] passed +-0\.0651 \[.*\] FAILED +FAILED$",
+        out,
+        re.M,
+    )
     assert f"Markdown written to {markdown}" in out
-    assert markdown.read_text().startswith("### Sys1Cal trend: jev") and "| jev-1.13.0 → jev-1.14.0 | 365 |" in markdown.read_text()
+    assert (
+        markdown.read_text().startswith("### Sys1Cal trend: jev")
+        and "| jev-1.13.0 → jev-1.14.0 | 365 |" in markdown.read_text()
+    )
 
 
 @pytest.mark.parametrize(
@@ -140,7 +153,12 @@ def test_the_command_prints_the_tables_with_a_progress_line(
     ],
 )
 def test_usage_errors_are_one_line_and_exit_4(
-    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: list[str], message: str
+    root: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    args: list[str],
+    message: str,
 ) -> None:
     monkeypatch.chdir(tmp_path)
     try:
@@ -153,7 +171,11 @@ def test_usage_errors_are_one_line_and_exit_4(
 
 def test_no_version_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, f"--cassettes={tmp_path}")
-    assert code == 4 and err == f"error: trend: no recorded version of model jev under {tmp_path / 'jev'} (a version is a folder holding a manifest.json); check --cassettes and --model\n"
+    assert (
+        code == 4
+        and err
+        == f"error: trend: no recorded version of model jev under {tmp_path / 'jev'} (a version is a folder holding a manifest.json); check --cassettes and --model\n"
+    )
 
 
 # ============================================================================================ docs/trend.md
@@ -185,7 +207,9 @@ def test_the_commands_of_docs_trend_md_work_as_printed_and_its_numbers_are_the_o
         for cell in cells:
             assert cell.strip() in line, (cell, line)
     step = next(line for line in outputs[0].splitlines() if line.startswith(f"{OLD} → {NEW}"))
-    said = re.search(r"Noul Δ (\S+) (\w+), Choice (\S+) (\w+) .*, Score (\S+) (\w+); upgrade (\w+)", doc.replace("\n", " "))
+    said = re.search(
+        r"Noul Δ (\S+) (\w+), Choice (\S+) (\w+) .*, Score (\S+) (\w+); upgrade (\w+)", doc.replace("\n", " ")
+    )
     assert said, "docs/trend.md must state the step's Δ and verdicts"
     noul, noul_v, choice, choice_v, score, score_v, upgrade = said.groups()
     for delta, verdict in ((noul, noul_v), (choice, choice_v), (score, score_v)):
@@ -237,8 +261,14 @@ def test_the_command_imports_no_pytest_vcrpy_or_httpx(root: Path, tmp_path: Path
 
 @pytest.mark.parametrize("module", ["replay.py", "trend.py", "commands/trend.py", "analysis/trend.py"])
 def test_the_replay_and_the_trend_import_no_glue(module: str) -> None:
-    glue = {"pytest", "_pytest", "vcr", "httpx"} | {f"pytest_sys1cal.{m}" for m in ("options", "advice", "plugin", "run", "collect")}
-    found = [f"{name} (line {line})" for name, line in imports(REPO / "pytest_sys1cal" / module) if name in glue or name.split(".")[0] in glue]
+    glue = {"pytest", "_pytest", "vcr", "httpx"} | {
+        f"pytest_sys1cal.{m}" for m in ("options", "advice", "plugin", "run", "collect")
+    }
+    found = [
+        f"{name} (line {line})"
+        for name, line in imports(REPO / "pytest_sys1cal" / module)
+        if name in glue or name.split(".")[0] in glue
+    ]
     assert not found, found
 
 

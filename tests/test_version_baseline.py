@@ -26,7 +26,12 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def sys1cal(pytester: pytest.Pytester, root: Path, *args: str) -> pytest.RunResult:
     return pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={THRESHOLDS}", "-p", "no:cacheprovider", *args
+        "--sys1cal",
+        f"--sys1cal-cassettes={root}",
+        f"--sys1cal-thresholds={THRESHOLDS}",
+        "-p",
+        "no:cacheprovider",
+        *args,
     )
 
 
@@ -125,7 +130,9 @@ def test_a_file_wins_over_a_version_of_the_same_name(pytester: pytest.Pytester, 
 
 
 def test_a_version_folder_given_as_a_path_says_to_name_the_version(pytester: pytest.Pytester, root: Path) -> None:
-    line = usage_error(sys1cal(pytester, root, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={root / 'jev' / OLD}"))
+    line = usage_error(
+        sys1cal(pytester, root, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={root / 'jev' / OLD}")
+    )
     assert f"{root / 'jev' / OLD} is a folder, not a saved report" in line
     assert f"(versions recorded there: {OLD}, {NEW})" in line
 
@@ -141,7 +148,10 @@ def third(root: Path) -> Iterator[Path]:
 def test_a_version_recorded_on_another_dataset_is_refused(pytester: pytest.Pytester, root: Path, third: Path) -> None:
     edit_manifest(third, dataset={"name": "fresh", "sha256": "a" * 64})
     line = usage_error(sys1cal(pytester, root, f"--sys1cal-model-version={OLD}", "--sys1cal-baseline=jev-1.15.0"))
-    assert f"--sys1cal-baseline=jev-1.15.0: its cassettes ({third}) were recorded for dataset fresh sha256 {'a' * 64}" in line
+    assert (
+        f"--sys1cal-baseline=jev-1.15.0: its cassettes ({third}) were recorded for dataset fresh sha256 {'a' * 64}"
+        in line
+    )
     assert "a paired comparison needs the same renderings" in line
 
 
@@ -151,7 +161,9 @@ def test_a_version_averaging_other_repeats_is_refused(pytester: pytest.Pytester,
     assert "--sys1cal-baseline jev-1.15.0: each of its answers averages 5 model repeat(s), this run's 10" in line
 
 
-def test_a_version_that_does_not_replay_completely_is_refused(pytester: pytest.Pytester, root: Path, third: Path) -> None:
+def test_a_version_that_does_not_replay_completely_is_refused(
+    pytester: pytest.Pytester, root: Path, third: Path
+) -> None:
     missing = next(third.glob("bayes/*.json"))
     missing.unlink()
     line = usage_error(sys1cal(pytester, root, f"--sys1cal-model-version={OLD}", "--sys1cal-baseline=jev-1.15.0"))
@@ -168,7 +180,9 @@ def test_a_damaged_manifest_in_the_baseline_version_names_its_file(
     assert f"{third / 'manifest.json'}:" in line and "field 'repeats'" in line
 
 
-def test_the_baseline_version_is_replayed_with_the_runs_seed(pytester: pytest.Pytester, root: Path, tmp_path: Path) -> None:
+def test_the_baseline_version_is_replayed_with_the_runs_seed(
+    pytester: pytest.Pytester, root: Path, tmp_path: Path
+) -> None:
     """Its report is built with this run's seed: the comparison equals that of a saved report made with it."""
     saved, by_version, by_report = tmp_path / "old-3.json", tmp_path / "v.json", tmp_path / "r.json"
     sys1cal(pytester, root, "--sys1cal-seed=3", f"--sys1cal-report={saved}")
