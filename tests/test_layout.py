@@ -322,3 +322,15 @@ def test_every_module_a_docstring_names_exists() -> None:
         if name not in files
     ]
     assert not missing, "\n".join(missing)
+
+
+def test_the_readme_layout_lists_every_module() -> None:
+    """README's "Project layout" names every module of the package (its own file name, or its package's)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    layout = text.split("## Project layout", 1)[1]
+    missing = [
+        str(path.relative_to(PACKAGE))
+        for path in modules()
+        if path.name != "__init__.py" and not re.search(rf"(?<![\w/]){re.escape(path.name)}\b", layout)
+    ]
+    assert not missing, f"modules README's layout does not name: {missing}"
