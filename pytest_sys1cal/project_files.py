@@ -11,12 +11,7 @@ from .bundled import REFERENCE_MODEL, REFERENCE_VERSION, model_section, preamble
 
 WORKFLOW = ".github/workflows/sys1cal.yml"
 # Reports each CI run writes, uploaded as artifacts (the job summary links the HTML one).
-JUNIT, REPORT, HTML, BASELINE = (
-    "sys1cal-junit.xml",
-    "sys1cal-report.json",
-    "sys1cal-report.html",
-    "sys1cal-baseline.json",
-)
+JUNIT, REPORT, HTML = "sys1cal-junit.xml", "sys1cal-report.json", "sys1cal-report.html"
 
 
 @dataclass(frozen=True)
@@ -193,11 +188,10 @@ jobs:
       # Pinned: another plugin version may compute the tables differently; upgrade on purpose.
       - name: Install pytest-sys1cal
         run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
-      - name: Replay the baseline version
+      # The baseline version is replayed offline inside the same run (--sys1cal-baseline=VERSION).
+      - name: Compare with the baseline version
         if: env.BASELINE_VERSION != '' && env.BASELINE_VERSION != env.MODEL_VERSION
-        run: |
-          pytest --sys1cal --sys1cal-model="$MODEL" --sys1cal-model-version="$BASELINE_VERSION" --sys1cal-report=@BASELINE_REPORT@
-          echo "BASELINE_OPTION=--sys1cal-baseline=@BASELINE_REPORT@" >> "$GITHUB_ENV"
+        run: echo "BASELINE_OPTION=--sys1cal-baseline=$BASELINE_VERSION" >> "$GITHUB_ENV"
       - name: Replay and gate
         run: |
           pytest --sys1cal --sys1cal-model="$MODEL" --sys1cal-model-version="$MODEL_VERSION" $BASELINE_OPTION --junitxml=@JUNIT@ --sys1cal-report=@REPORT@ --sys1cal-html=@HTML@
@@ -210,7 +204,6 @@ jobs:
             @JUNIT@
             @REPORT@
             @HTML@
-            @BASELINE_REPORT@
           if-no-files-found: ignore
 
   record:
@@ -230,11 +223,9 @@ jobs:
           python-version: "3.12"
       - name: Install pytest-sys1cal
         run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
-      - name: Replay the baseline version
-        if: env.BASELINE_VERSION != ''
-        run: |
-          pytest --sys1cal --sys1cal-model="$MODEL" --sys1cal-model-version="$BASELINE_VERSION" --sys1cal-report=@BASELINE_REPORT@
-          echo "BASELINE_OPTION=--sys1cal-baseline=@BASELINE_REPORT@" >> "$GITHUB_ENV"
+      - name: Compare with the baseline version
+        if: env.BASELINE_VERSION != '' && env.BASELINE_VERSION != inputs.version
+        run: echo "BASELINE_OPTION=--sys1cal-baseline=$BASELINE_VERSION" >> "$GITHUB_ENV"
       # Records what has no cassette yet (an interrupted recording resumes where it stopped), then analyses
       # and gates the new version like a replay.
       - name: Record, then gate
@@ -259,10 +250,8 @@ jobs:
             @JUNIT@
             @REPORT@
             @HTML@
-            @BASELINE_REPORT@
           if-no-files-found: ignore
 """.replace("@JUNIT@", JUNIT)
     .replace("@REPORT@", REPORT)
     .replace("@HTML@", HTML)
-    .replace("@BASELINE_REPORT@", BASELINE)
 )
