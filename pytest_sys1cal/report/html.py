@@ -97,7 +97,26 @@ def render_html(report: Mapping[str, Any], baseline: Mapping[str, Any] | None = 
     model = report["model"]
     title = f"Sys1Cal calibration: {model['name']} {model['version']}"
     nav = [("gates", "Gates"), *((f"fig-{f.key}", f.title) for f in figures), ("tables", "Tables")]
-    parts = [
+    return page(
+        title,
+        [
+            *_header(report, baseline, title),
+            "<nav><ul>" + "".join(f'<li><a href="#{key}">{escape(text)}</a></li>' for key, text in nav) + "</ul></nav>",
+            *_gates(report),
+            '<section id="figures"><h2>Figures</h2>',
+            *(figure_html(f) for f in figures),
+            *([] if figures else ['<p class="note">No figure: no rendering was measured with an answer.</p>']),
+            "</section>",
+            '<section id="tables"><h2>Tables</h2>',
+            *(table_html(t) for t in tables),
+            "</section>",
+        ],
+    )
+
+
+def page(title: str, body: list[str], style: str = "") -> str:
+    """A whole self-contained page: the head (its Content-Security-Policy forbids every request), then `body`."""
+    head = [
         "<!DOCTYPE html>",
         '<html lang="en">',
         "<head>",
@@ -105,23 +124,20 @@ def render_html(report: Mapping[str, Any], baseline: Mapping[str, Any] | None = 
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{escape(title)}</title>",
-        f"<style>{STYLE}</style>",
+        f"<style>{STYLE}{style}</style>",
         "</head>",
         "<body><main>",
-        *_header(report, baseline, title),
-        "<nav><ul>" + "".join(f'<li><a href="#{key}">{escape(text)}</a></li>' for key, text in nav) + "</ul></nav>",
-        *_gates(report),
-        '<section id="figures"><h2>Figures</h2>',
-        *(_figure(f) for f in figures),
-        *([] if figures else ['<p class="note">No figure: no rendering was measured with an answer.</p>']),
-        "</section>",
-        '<section id="tables"><h2>Tables</h2>',
-        *(table_html(t) for t in tables),
-        "</section>",
-        "</main></body>",
-        "</html>",
     ]
-    return "\n".join(parts) + "\n"
+    return "\n".join([*head, *body, "</main></body>", "</html>"]) + "\n"
+
+
+def figure_html(figure: Any) -> str:
+    """A figure of the page: its title, the SVG inline, its caption."""
+    return (
+        f'<figure id="fig-{figure.key}"><h3>{escape(figure.title)}</h3>\n'
+        f"{inline_svg(figure.svg, figure.key, figure.title)}\n"
+        f"<figcaption>{escape(figure.caption)}</figcaption></figure>"
+    )
 
 
 def _header(report: Mapping[str, Any], baseline: Mapping[str, Any] | None, title: str) -> list[str]:
@@ -208,11 +224,3 @@ def inline_svg(svg: str, key: str, label: str) -> str:
     rest = _HREF.sub(lambda m: f'xlink:href="#{key}-{m.group(1)}"', rest)
     rest = _URL.sub(lambda m: f"url(#{key}-{m.group(1)})", rest)
     return root + rest.rstrip()
-
-
-def _figure(figure: Any) -> str:
-    return (
-        f'<figure id="fig-{figure.key}"><h3>{escape(figure.title)}</h3>\n'
-        f"{inline_svg(figure.svg, figure.key, figure.title)}\n"
-        f"<figcaption>{escape(figure.caption)}</figcaption></figure>"
-    )

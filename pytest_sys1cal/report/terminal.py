@@ -98,22 +98,22 @@ def gate_lines(
         if command:
             lines.append((f"    {command}", {"red": True}))
         lines.append(("  otherwise this is a regression.", {"red": True}))
-    if undecided:
-        lines.append(
-            (
-                f"calibration gate not passed: {len(undecided)} comparison(s) inconclusive (a drop within the margin "
-                "was not shown; a gate passes only when it is)",
-                {"yellow": True, "bold": True},
-            )
-        )
-        lines += [(f"  {g['name']}: {g['explanation']}", {"yellow": True}) for g in undecided]
-    if tolerated:
-        lines.append(
-            (
-                f"{len(tolerated)} comparison(s) inconclusive, let pass by regression.inconclusive: pass (they do not "
-                "fail the run; the advice says what would decide them)",
-                {"yellow": True, "bold": True},
-            )
-        )
-        lines += [(f"  {g['name']}: {g['explanation']}", {"yellow": True}) for g in tolerated]
+    lines += _inconclusive(
+        undecided,
+        f"calibration gate not passed: {len(undecided)} comparison(s) inconclusive (a drop within the margin was "
+        "not shown; a gate passes only when it is)",
+    )
+    lines += _inconclusive(
+        tolerated,
+        f"{len(tolerated)} comparison(s) inconclusive, let pass by regression.inconclusive: pass (they do not fail "
+        "the run; the advice says what would decide them)",
+    )
     return lines
+
+
+def _inconclusive(gates: list[Mapping[str, Any]], headline: str) -> list[Line]:
+    if not gates:
+        return []
+    return [(headline, {"yellow": True, "bold": True})] + [
+        (f"  {g['name']}: {g['explanation']}", {"yellow": True}) for g in gates
+    ]
