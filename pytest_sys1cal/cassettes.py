@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -25,30 +26,39 @@ SECRET_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|sessi
 
 
 class Scrubber:
-    """What a recording writes, made safe (vcrpy calls it before a request or a response is kept): no
-    secret-looking header, and the run's secrets (redact.py) in no header value, URI or body."""
+    """What a recording writes, made safe (vcrpy calls it before a request or a response is kept): no header
+    whose name looks secret or holds a secret, and the run's secrets (redact.py) in no header value, URI,
+    reason phrase or body, URL credentials in none (docs/cassettes.md)."""
 
     def __init__(self, redactor: Redactor):
         self.redactor = redactor
 
     def request(self, request: VcrRequest) -> VcrRequest:
-        for name in list(request.headers):
-            if SECRET_HEADER.search(name):
-                del request.headers[name]
+        headers = self.headers({name: [value] for name, value in request.headers.items()})
+        request.headers = {name: values[0] for name, values in headers.items()}
         request.uri = self.redactor.url(request.uri)
         if isinstance(request.body, bytes):
             request.body = self.redactor.bytes(request.body)
         return request
 
     def response(self, response: dict[str, Any]) -> dict[str, Any]:
-        response["headers"] = {
-            name: [self.redactor.text(str(v)) for v in values]
-            for name, values in response["headers"].items()
-            if not SECRET_HEADER.search(name)
-        }
+        response["headers"] = self.headers(response["headers"])
+        status = response.get("status") or {}
+        if isinstance(status.get("message"), str):
+            status["message"] = self.redactor.text(status["message"])
         body = response["body"]["string"]
         response["body"]["string"] = self.redactor.bytes(body) if isinstance(body, bytes) else self.redactor.text(body)
         return response
+
+    def headers(self, headers: Mapping[str, Sequence[Any]]) -> dict[str, list[str]]:
+        """Without those whose name looks secret or holds a secret (a server may echo the key as a header's
+        name, which httpx lower-cases), every value redacted."""
+        redact = self.redactor.text
+        return {
+            name: [redact(str(value)) for value in values]
+            for name, values in headers.items()
+            if not SECRET_HEADER.search(name) and redact(name) == name
+        }
 
 
 class CassetteMiss(MeasurementError):

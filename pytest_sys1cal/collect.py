@@ -39,21 +39,26 @@ class Sys1CalItem(pytest.Item):
         self.extra_keyword_matches.update({rendering.instance_id, rendering.latent_instance_id, rendering.family})
 
     def runtest(self) -> None:
+        # Every message leaves through the run's redactor: a server may quote the key in its error.
+        redact = self.measurer.folder.redactor.text
         try:
             self.sys1cal_result = self.measurer.measure(self.rendering)
         except MeasurementError as exc:
-            self.sys1cal_result = ResultRow.failed(self.rendering, str(exc))
+            self.sys1cal_result = ResultRow.failed(self.rendering, redact(str(exc)))
             if exc.fatal:
-                self.session.shouldstop = f"sys1cal: {exc}"
+                self.session.shouldstop = redact(f"sys1cal: {exc}")
             raise
         except Exception as exc:  # a bug: still counted as failed everywhere, and shown with its traceback
-            self.sys1cal_result = ResultRow.failed(self.rendering, f"{type(exc).__name__}: {exc}")
+            self.sys1cal_result = ResultRow.failed(self.rendering, redact(f"{type(exc).__name__}: {exc}"))
             raise
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        """A MeasurementError as one line; anything else as pytest's traceback (with --showlocals, --tb=…).
+        Either is redacted: the terminal, the short summary and JUnit's `message` all read this."""
+        redactor = self.measurer.folder.redactor
         if isinstance(excinfo.value, MeasurementError):
-            return f"{self.rendering.instance_id}: {excinfo.value}"
-        return super().repr_failure(excinfo, style=style)
+            return redactor.text(f"{self.rendering.instance_id}: {excinfo.value}")
+        return redactor.fields(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.dataset_path, self.rendering.line - 1, f"sys1cal {self.rendering.short_id}"
@@ -128,27 +133,26 @@ def renderings_of_nodeids(nodeids: Sequence[str], model: str, dataset: Dataset) 
 
 
 def gate_reports(
-    gates: Sequence[GateRow], locate: Callable[[str], tuple[str, int]]
+    gates: Sequence[GateRow], locate: Callable[[str], tuple[str, int]], redact: Callable[[str], str] = str
 ) -> Iterator[tuple[pytest.TestReport, GateRow]]:
     """For each gate a call report carrying its verdict, then the teardown report that closes it (each with
-    its gate). `locate(name)` gives the file and 1-based line that configure the gate."""
+    its gate). `locate(name)` gives the file and 1-based line that configure the gate; `redact` is the run's
+    redactor, which every text of the report passes through (JUnit XML writes them)."""
     for gate in gates:
         nodeid = f"sys1cal::gates::{gate.name}"
         path, line = locate(gate.name)
         location = (path, line - 1, f"sys1cal gate {gate.name}")
         outcome = OUTCOMES[passes(gate)]
-        explanation = gate.explanation or gate.verdict
+        explanation = redact(gate.explanation or gate.verdict)
         longrepr: Any = None
         if outcome == "failed":
             longrepr = f"{gate.verdict}: {explanation}"
         elif outcome == "skipped":
             longrepr = (path, line, f"Skipped: {gate.verdict}: {explanation}")
         properties = [
-            ("metric", gate.metric),
-            ("observed", gate.observed),
-            ("limit", gate.limit),
-            ("verdict", gate.verdict),
-        ]
+            (name, redact(value) if isinstance(value, str) else value)
+            for name, value in (("metric", gate.metric), ("observed", gate.observed), ("limit", gate.limit))
+        ] + [("verdict", gate.verdict)]
         report = pytest.TestReport(nodeid, location, {}, outcome, longrepr, "call", user_properties=properties)
         yield report, gate
         yield pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"), gate

@@ -12,7 +12,7 @@ Nothing converts a bare ``ValueError`` into a usage error: only these say they a
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 
 class InputError(Exception):
@@ -28,11 +28,12 @@ class MeasurementError(Exception):
 
 
 @contextlib.contextmanager
-def usage_errors() -> Iterator[None]:
-    """Turn an InputError raised inside the block into pytest's usage error: one line, no traceback."""
+def usage_errors(redact: Callable[[str], str] = str) -> Iterator[None]:
+    """Turn an InputError raised inside the block into pytest's usage error: one line, no traceback, its
+    text passed through `redact` (the run's redactor: a message may quote a URL with credentials)."""
     try:
         yield
     except InputError as exc:
         import pytest
 
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(redact(str(exc))) from None

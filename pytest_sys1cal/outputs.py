@@ -138,7 +138,8 @@ class Outputs:
             if _key(target) in {_key(p) for p in self.inputs().values()}:
                 self.failed = True
                 return (f"{what} NOT written: {target}, beside {path}, is one of this run's inputs{kept}", RED)
-        text = redactor.text(draw())
+        # In HTML the marker is escaped (&lt;REDACTED&gt;): a bare <REDACTED> would be an unknown tag, unseen.
+        text = (redactor.markup if what == "HTML report" else redactor.text)(draw())
         try:
             write_atomic(target, text)
         except OSError as exc:
@@ -151,7 +152,7 @@ class Outputs:
         """On GitHub Actions, the tables and gates also go to the job's summary page, as Markdown."""
         from .report.markdown import summary_markdown
 
-        text = redactor.text(summary_markdown(data, html=self.settings.html, environ=os.environ))
+        text = redactor.markup(summary_markdown(data, html=self.settings.html, environ=os.environ))
         try:
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write(text)

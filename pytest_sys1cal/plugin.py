@@ -59,6 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .errors import usage_errors
     from .node_ids import select_renderings, take_node_ids
     from .options import WORKERINPUT_KEY, Settings, resolve_settings
+    from .redact import redact_log_records
     from .run import Sys1CalRun
 
     config.addinivalue_line("markers", MARKER)
@@ -73,8 +74,9 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = Settings.from_json(workerinput[WORKERINPUT_KEY])
         run = Sys1CalRun(config, settings, controller=False, repeats=workerinput["sys1cal_repeats"])
     config.stash[RUN_KEY] = run
+    config.add_cleanup(redact_log_records(run.redactor))  # log records leave through the redactor too
     node_ids = take_node_ids(config.args, config.invocation_params.dir)  # on workers too: they re-parse the argv
-    with usage_errors():
+    with usage_errors(run.redactor.text):
         only = select_renderings(node_ids, run.settings.model, run.dataset, run.advice.list_ids()) if node_ids else None
     config.pluginmanager.register(ActiveRun(run, only), "sys1cal-run")
     if run.recording is not None:  # a replay pays for none of recording's hooks or imports
@@ -217,7 +219,7 @@ class ActiveRun:
         assert self.run.report is not None
         hook = self._log_hook(config)
         terminal = config.pluginmanager.get_plugin("terminalreporter")
-        for report, gate in gate_reports(self.run.report.gates, self.run.gate_location):
+        for report, gate in gate_reports(self.run.report.gates, self.run.gate_location, self.run.redactor.text):
             hook(report=report)
             if terminal is not None and report.failed:
                 # Counted with the items, so pytest's last line says "1 failed" (or "1 inconclusive"), not
@@ -230,6 +232,12 @@ class ActiveRun:
             terminalreporter.write_sep("=", "sys1cal")
             for text, markup in self.run.summary:
                 terminalreporter.write_line(text, **markup)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_internalerror(self, excrepr: Any) -> None:
+        # Redacted in place before the terminal (or xdist, on a worker) writes it: a bug's message or its
+        # --showlocals may hold the key.
+        self.run.redactor.fields(excrepr)
 
     def pytest_unconfigure(self) -> None:
         self.run.close()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .measure import Measurer
     from .models.base import ModelAdapter
     from .options import Settings
+    from .redact import Redactor
 
 PROGRESS_EVERY = 10.0  # seconds between progress lines
 
@@ -62,16 +63,22 @@ def limits_for(settings: Settings, share: int = 1) -> Limits:
 
 class Recording:
     """This process's recording: its limits, the plan (printed), the engine (the measurer's sender, made
-    when the first rendering needs it) and the progress lines it writes while items wait."""
+    when the first rendering needs it) and the progress lines it writes while items wait, each through the
+    run's redactor."""
 
-    def __init__(self, config: pytest.Config, limits: Limits, *, quiet: bool = False):
+    def __init__(self, config: pytest.Config, limits: Limits, redactor: Redactor, *, quiet: bool = False):
         self.config = config
         self.limits = limits
+        self.redactor = redactor
         self.plan: Plan | None = None
         self.engine: Engine | None = None
         self.quiet = quiet  # xdist workers cannot write to the terminal
         self._last_progress = time.monotonic()
         self._reported_end = False
+
+    def say(self, text: str, **markup: bool) -> None:
+        """A line of recording's own in the terminal, redacted."""
+        say(self.config, self.redactor.text(text), **markup)
 
     def make_engine(self, measurer: Measurer) -> Engine:
         """The sender factory handed to the Measurer."""
@@ -92,10 +99,7 @@ class Recording:
         rate = stats.sent_ok / max(now - stats.first_send, 1e-9)
         left = f"about {duration((total - stats.sent_ok) / rate)} left" if rate > 0 else "waiting for the server"
         retried = f", {stats.retries} retried" if stats.retries else ""
-        say(
-            self.config,
-            f"sys1cal: recorded {stats.sent_ok:,}/{total:,} requests, {rate:.1f} requests/s, {left}{retried}",
-        )
+        self.say(f"sys1cal: recorded {stats.sent_ok:,}/{total:,} requests, {rate:.1f} requests/s, {left}{retried}")
 
     def closing_line(self) -> str:
         assert self.engine is not None
@@ -125,7 +129,7 @@ class Recording:
         self.engine.close()
         self._reported_end = True
         if not self.quiet and self.engine.stats.jobs:
-            say(self.config, self.closing_line())
+            self.say(self.closing_line())
 
 
 class Run(Protocol):
@@ -136,6 +140,7 @@ class Run(Protocol):
     dataset: Dataset
     adapter: ModelAdapter
     measurer: Measurer
+    redactor: Redactor
 
     def start_recording(self) -> str | None: ...
 
@@ -187,15 +192,18 @@ class RecordingHooks:
         plan = make_plan(run.measurer, renderings)
         missing = run.adapter.missing_key()
         if missing and plan.renderings:
-            raise pytest.UsageError(f"cannot record {len(plan.renderings)} renderings: {missing}. Nothing was sent.")
+            refused = f"cannot record {len(plan.renderings)} renderings: {missing}. Nothing was sent."
+            raise pytest.UsageError(run.redactor.text(refused))
         recording.plan = plan
         for line in plan.lines(limits_for(run.settings, workers), workers):
-            say(run.config, line)
+            recording.say(line)
         refusal = plan.refusal(limits_for(run.settings))  # the run's cap, whatever each process's share
         if refusal:
-            raise pytest.UsageError(refusal)
+            raise pytest.UsageError(run.redactor.text(refusal))
         if plan.renderings:
-            with usage_errors():  # another live recording holds the folder: refused before anything is sent
+            with usage_errors(
+                run.redactor.text
+            ):  # another live recording holds the folder: refused before anything is sent
                 notice = run.start_recording()
             if notice:
-                say(run.config, notice, yellow=True)
+                recording.say(notice, yellow=True)

@@ -45,7 +45,8 @@ class Sys1CalRun:
         self.settings = settings
         self.controller = controller
         registered = config.hook.pytest_sys1cal_adapters()
-        with usage_errors():
+        self.redactor = Redactor(urls=[settings.base_url])  # every message leaves through it; the key comes next
+        with usage_errors(self.redactor.text):
             self.outputs = Outputs(settings, junitxml=getattr(config.option, "xmlpath", None) if controller else None)
             if controller:
                 self.outputs.check()
@@ -70,13 +71,13 @@ class Sys1CalRun:
         self.thresholds = (
             thresholds_in_force(settings, self.adapter, registered, self.reference) if controller else None
         )
-        with usage_errors():
+        with usage_errors(self.redactor.text):
             self.folder = folder_of(settings, self.adapter, self.redactor, self.reference)
             self.advice = Advice(settings, self.adapter, self.dataset, self.folder)
             if controller:
                 self.folder.check(self.dataset, self.advice, collect_only=config.option.collectonly)
         self.adapter.use_recorded_settings(self.folder.recorded_settings)
-        with usage_errors():
+        with usage_errors(self.redactor.text):
             self.baseline = (
                 baseline_of(config, settings, self, registered) if controller and settings.baseline else None
             )
@@ -84,7 +85,7 @@ class Sys1CalRun:
             self.repeats = repeats or self.folder.repeats(settings.repeats, baseline_repeats)
             if self.baseline is not None:
                 check_repeats(self.baseline, self.repeats, self.folder.repeats_per_answer)
-        self.recording = recording_of(config, settings, controller) if settings.recording else None
+        self.recording = recording_of(config, settings, controller, self.redactor) if settings.recording else None
         self.measurer = Measurer(
             self.adapter,
             self.folder,
@@ -254,13 +255,14 @@ def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, regi
     )
 
 
-def recording_of(config: pytest.Config, settings: Settings, controller: bool) -> Any:
-    """This process's recording; an xdist worker's limits are its share of the run's."""
+def recording_of(config: pytest.Config, settings: Settings, controller: bool, redactor: Redactor) -> Any:
+    """This process's recording (its lines through the run's redactor); an xdist worker's limits are its share
+    of the run's."""
     from .recording_hooks import Recording, limits_for, workercount
 
     workerinput: Mapping[str, Any] = getattr(config, "workerinput", {})
     share = workercount(workerinput) if not controller else 1
-    return Recording(config, limits_for(settings, share), quiet=not controller)
+    return Recording(config, limits_for(settings, share), redactor, quiet=not controller)
 
 
 def _import_analysis() -> None:

@@ -33,7 +33,8 @@ class WireRequest:
     method: str
     url: str
     body: Any  # JSON-serialisable
-    headers: Mapping[str, str] = field(default_factory=dict)
+    # Left out of the repr: they carry the key, and a traceback's --showlocals would show (and cut) it.
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     # The body's bytes when the adapter already built them (they must equal what `body` would encode to).
     encoded: bytes | None = None
 
@@ -114,18 +115,24 @@ class ModelAdapter(ABC):
         self.version = version or self.default_version
         env_url = environ.get(self.base_url_env) if self.base_url_env else None
         self.base_url = (base_url or env_url or self.default_base_url).rstrip("/")
-        self.api_key = environ.get(self.key_env) if self.key_env else None
+        # Surrounding whitespace is never part of a key (a secret pasted with its line break).
+        self._raw_key = environ.get(self.key_env) if self.key_env else None
+        self.api_key = (self._raw_key or "").strip() or None
 
     def missing_key(self) -> str | None:
-        """Why this adapter cannot send live requests (None when it can)."""
+        """Why this adapter cannot send live requests (None when it can): no key where one is required, or a
+        key that no HTTP header can carry (said without quoting it)."""
         if self.key_required and not self.api_key:
             return f"{self.key_env} is not set; export it to record (it is read from the environment only)"
+        unsendable = _unsendable(self.api_key or "")
+        if unsendable:
+            return f"{self.key_env} holds {unsendable}, which no HTTP header can carry; check the value it was set from"
         return None
 
     @property
     def secrets(self) -> list[str]:
-        """Values that must never reach a cassette, report or log."""
-        return [self.api_key] if self.api_key else []
+        """Values that must never reach a cassette, report or log: the key, as given and as sent."""
+        return [key for key in {self.api_key, getattr(self, "_raw_key", None)} if key]
 
     def json_headers(self) -> dict[str, str]:
         """Headers of a JSON request, with the bearer key when there is one (scrubbed before recording)."""
@@ -166,6 +173,17 @@ class ModelAdapter(ABC):
     def error(self, response: WireResponse) -> ServerError:
         """The server's error, worded from its body."""
         return ServerError(response.status, _error_message(response))
+
+
+def _unsendable(key: str) -> str | None:
+    """What in `key` an HTTP header cannot carry (httpx sends header values as printable ASCII), and where."""
+    for index, char in enumerate(key):
+        if not "!" <= char <= "~":
+            what = "a control or non-ASCII character"
+            if char.isspace():
+                what = "a line break" if char in "\r\n" else "a space"
+            return f"{what} at position {index + 1} of {len(key)}"
+    return None
 
 
 def _error_message(response: WireResponse) -> str:
