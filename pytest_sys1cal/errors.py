@@ -14,6 +14,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
+# The exit status of a mistake in the user's input, in a pytest run (pytest's usage error) and in every
+# `python -m pytest_sys1cal` command alike; argparse's own refusals of a malformed command line keep its 2.
+EXIT_INPUT = 4
+
 
 class InputError(Exception):
     """A mistake in a file or option the user gave, worded for them: where it is and how to fix it."""

@@ -288,7 +288,7 @@ def test_command_text_and_json(files: dict[str, Path]) -> None:
     assert NOT_SUSPICIOUS in json.loads(_run(str(files["public"]), str(files["fresh"]), "--json").stdout)["verdict"]
 
 
-def test_command_refusals_exit_2_with_one_line(files: dict[str, Path], tmp_path: Path) -> None:
+def test_command_refusals_exit_4_with_one_line(files: dict[str, Path], tmp_path: Path) -> None:
     same = _run(str(files["public"]), str(files["contaminated"]))  # both "public": the same sha256
     other = _run(str(files["public"]), str(files["other_model"]))
     missing = _run(str(tmp_path / "nope.json"), str(files["fresh"]))
@@ -297,6 +297,7 @@ def test_command_refusals_exit_2_with_one_line(files: dict[str, Path], tmp_path:
     (tmp_path / "broken.json").write_text("{")
     broken = _run(str(tmp_path / "broken.json"), str(files["fresh"]))
     bad_strata = _run(str(files["public"]), str(files["fresh"]), "--stratify", "colour")
+    # Exit 4: a mistake in the user's input, as in a pytest run and every other command.
     for done, message in [
         (same, "same dataset"),
         (other, "different models"),
@@ -305,6 +306,6 @@ def test_command_refusals_exit_2_with_one_line(files: dict[str, Path], tmp_path:
         (broken, "not a JSON file"),
         (bad_strata, "--stratify colour"),
     ]:
-        assert done.returncode == 2, (message, done.stderr)
+        assert done.returncode == 4, (message, done.stderr)
         assert message in done.stderr and "Traceback" not in done.stderr and done.stdout == ""
         assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1

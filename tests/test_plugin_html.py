@@ -140,6 +140,6 @@ def test_the_html_command_refuses_what_is_not_a_report(tmp_path: Path, capsys: p
     from pytest_sys1cal.__main__ import main
 
     (tmp_path / "x.json").write_text("[]")
-    assert main(["html", str(tmp_path / "x.json"), "-o", str(tmp_path / "x.html")]) == 2
+    assert main(["html", str(tmp_path / "x.json"), "-o", str(tmp_path / "x.html")]) == 4  # the user's input
     assert "not a sys1cal report" in capsys.readouterr().err
     assert not (tmp_path / "x.html").exists()

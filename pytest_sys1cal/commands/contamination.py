@@ -12,6 +12,7 @@ from pathlib import Path
 from ..analysis.public_vs_fresh import CONTAMINATION_RESAMPLES, DEFAULT_STRATA, check_contamination
 from ..analysis.public_vs_fresh_sides import PUBLIC_DATASET, ContaminationError
 from ..dataset import DatasetError, resolve_path
+from ..errors import EXIT_INPUT
 from ..report.json_report import dumps
 from ..report.public_vs_fresh_text import format_check
 from ..report_file import ReportError, read_report
@@ -79,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
         )
     except (ReportError, ContaminationError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_INPUT
     if args.json:
         sys.stdout.write(dumps(result))  # the reports' JSON style: sorted keys, indent 2, UTF-8, final newline
     else:

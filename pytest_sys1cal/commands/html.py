@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..errors import EXIT_INPUT
 from ..report.html import HtmlUnavailable, check_available, write_html
 from ..report_file import ReportError, read_report
 
@@ -26,7 +27,7 @@ def main(args: argparse.Namespace) -> int:
         baseline = read_report(args.baseline) if args.baseline else None
     except (ReportError, HtmlUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_INPUT
     write_html(args.out, report, baseline)
     print(f"HTML report written to {args.out}")
     return 0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, ShippedError
-from ..errors import InputError
+from ..errors import EXIT_INPUT, InputError
 from ..models import BUILTIN_ADAPTERS
 from ..project_files import Project, files, ini_snippet, next_steps
 
@@ -50,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
         _write_all(args.dir, planned)
     except (InitError, ShippedError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 4
+        return EXIT_INPUT
     print(_summary(args.dir, list(planned), project))
     return 0
 

@@ -8,6 +8,7 @@ import sys
 
 from ..analysis.sample_size import DEFAULT_SIGMA_DELTA, DEFAULT_SIGMA_W, DESIGNS, PowerError, plan_power
 from ..argtypes import open_probability
+from ..errors import EXIT_INPUT
 from ..report.json_report import dumps
 from ..report.sample_size_text import format_plan
 from ..report_file import ReportError, read_report
@@ -67,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
         )
     except (ReportError, PowerError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_INPUT
     if args.json:
         sys.stdout.write(dumps(result))  # the reports' JSON style: sorted keys, indent 2, UTF-8, final newline
     else:

@@ -23,7 +23,7 @@ import yaml
 
 from .. import __version__
 from ..analysis.threshold_rule import DEFAULT_RESAMPLES, MIN_RESAMPLES, RuleResult, threshold_rule
-from ..errors import InputError
+from ..errors import EXIT_INPUT, InputError
 from ..gates.config import parse_thresholds
 from ..gates.schema import SECTIONS, ThresholdsError
 from ..report.thresholds_section import SETTINGS, Shape, render_section, rule_header
@@ -87,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
         _verify(target, text, model, version, result)
     except (ReportError, ThresholdsError, SectionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 4
+        return EXIT_INPUT
     sys.stdout.write(text)
     print(_note(target, model, version, result), file=sys.stderr)
     return 0

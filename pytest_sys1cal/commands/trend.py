@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from ..dataset import load_dataset
-from ..errors import InputError
+from ..errors import EXIT_INPUT, InputError
 from ..files import write_atomic
 
 THRESHOLDS_FILE = "thresholds.yaml"
@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
         progress.finish()
     except InputError as exc:
         print(f"error: trend: {exc}", file=sys.stderr)
-        return 4
+        return EXIT_INPUT
     from ..report.trend_text import trend_markdown, trend_text
 
     sys.stdout.write(trend_text(trend))
