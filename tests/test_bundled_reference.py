@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_sys1cal.bundled import reference_cassettes
+from tests.reports import differences
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "jev-report.json"
@@ -28,8 +29,8 @@ def test_an_empty_project_replays_the_bundled_reference_with_the_shipped_gates(p
     assert "(bundled reference cassettes, reconstructed, 1 repeat, each answer the mean of 10)" in header
     assert f"cassettes {reference_cassettes() / 'jev' / 'jev-1.13.0'};" in header
     assert "thresholds.yaml: jev + jev[jev-1.13.0] (19 gates)" in header
-    # The same numbers and gates as this repository's own run (pinned in the golden report).
-    assert json.loads(report.read_text()) == json.loads(GOLDEN.read_text())
+    # The same numbers (within the golden reports' tolerance) and gates as this repository's own run.
+    assert not differences(json.loads(report.read_text()), json.loads(GOLDEN.read_text()))
     assert not (pytester.path / "cassettes").exists()
 
 

@@ -18,43 +18,20 @@ and review their diff with the change.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.reports import differences
+
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden"
-RELATIVE, ABSOLUTE = 1e-9, 1e-12
 SETS = {
     "jev": ("--model=jev",),
     "semif": ("--model=semif",),
     "gemma": ("--model=semif", "--sys1cal-model-version=gemma-3-270m-q4_k_m"),
     "typed-gguf": ("--model=systemone", "--sys1cal-model-version=typed-gguf-smollm2-135m"),
 }
-
-
-def differences(new: Any, old: Any, path: str = "") -> list[str]:
-    """Where `new` differs from `old`: floats beyond the tolerance, anything else at all (types included)."""
-    if isinstance(new, dict) and isinstance(old, dict):
-        out = [f"{path}{key}: only in {'the new' if key in new else 'the pinned'} report" for key in new.keys() ^ old]
-        for key in sorted(new.keys() & old.keys()):
-            out += differences(new[key], old[key], f"{path}{key}.")
-        return out
-    if isinstance(new, list) and isinstance(old, list):
-        if len(new) != len(old):
-            return [f"{path.rstrip('.')}: {len(new)} entries, pinned {len(old)}"]
-        return [
-            d for index, (a, b) in enumerate(zip(new, old, strict=True)) for d in differences(a, b, f"{path}{index}.")
-        ]
-    where = path.rstrip(".")
-    if isinstance(new, float) and isinstance(old, float):
-        close = math.isclose(new, old, rel_tol=RELATIVE, abs_tol=ABSOLUTE)
-        return [] if close else [f"{where}: {new!r}, pinned {old!r}"]
-    if type(new) is not type(old) or new != old:
-        return [f"{where}: {new!r}, pinned {old!r}"]
-    return []
 
 
 def run_report(pytester: pytest.Pytester, path: Path, *args: str) -> bytes:

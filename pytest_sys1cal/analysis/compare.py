@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
 from .compare_design import design_check
 from .compare_groups import group_differences
-from .items import LEVEL_VALUES
+from .items import LEVEL_VALUES, score_expectation
 from .primitives import ovl
 from .stats import Clusters
 
@@ -213,7 +213,7 @@ def _to_matrix(
         if q.shape[1] != LEVEL_VALUES.size:
             return None
         with np.errstate(invalid="ignore", divide="ignore"):
-            flat = q @ LEVEL_VALUES / q.sum(axis=1)
+            flat = score_expectation(q) / q.sum(axis=1)
     else:
         flat = np.asarray(values, dtype=float)
     out = np.full((n, repeats), np.nan)

@@ -15,6 +15,18 @@ from ..vocabulary import SCORE_LEVELS
 LEVEL_VALUES = np.arange(SCORE_LEVELS) / (SCORE_LEVELS - 1)
 
 
+def score_expectation(q: np.ndarray) -> np.ndarray:
+    """Σ_j q_j z_j of each row of an (n, 10) Score distribution: the ten products added exactly, then rounded
+    once (math.fsum), so μ_S is the same float on every machine and numpy release.
+
+    Not ``q @ LEVEL_VALUES``: a matrix product goes to BLAS, whose kernels (one per numpy release and CPU) add
+    the terms in different orders: the last bit of μ_S moved on 129 of the 365 Jev renderings between numpy
+    1.26 and 2.4 on one machine. That bit can matter: six published Jev answers put μ_S exactly on an ECE bin
+    edge (7/15 in decimal), where one ulp below moves the rendering to the next bin (Score ECE 0.0509, not
+    0.0508)."""
+    return np.array([math.fsum(row) for row in (q * LEVEL_VALUES).tolist()], dtype=float).reshape(q.shape[0])
+
+
 @dataclass(frozen=True)
 class ItemTable:
     """Columns over the measured renderings, sorted by instance id (so xdist order never matters)."""
@@ -110,7 +122,7 @@ def aggregate_items(items: Sequence[Mapping[str, Any]]) -> ItemTable:
         p_choice=np.array([_mean_of(item["samples"], "choice") for item in ok]),
         p_choice_swapped=np.array([_mean_of(item["samples"], "choice_swapped") for item in ok]),
         score_q=score_q,
-        mu_score=score_q @ LEVEL_VALUES,
+        mu_score=score_expectation(score_q),
         repeats=np.array([len(item["samples"]) for item in ok], dtype=int),
         samples=[list(item["samples"]) for item in ok],
         failed=failed,

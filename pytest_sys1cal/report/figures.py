@@ -8,6 +8,7 @@ random ones, glyphs as paths (no font is needed to show it). What each figure sh
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -70,7 +71,27 @@ def to_svg(figure: Figure, key: str) -> str:
     buffer = io.StringIO()
     with matplotlib.rc_context({**STYLE, "svg.id": key}):
         figure.savefig(buffer, format="svg", metadata=METADATA)
-    return buffer.getvalue()
+    return numbered_ids(buffer.getvalue())
+
+
+# matplotlib names a clip path (p…) or a hatch (h…) by a hash of str() of its numbers, and str() of a numpy
+# float changed in numpy 2 ("np.float64(37.3)", NEP 51): the same figure got other ids under numpy 1.26.
+_NUMBER_HASHED_ID = re.compile(
+    r'(?<=id=")[hp][0-9a-f]{10}(?=")|(?<=url\(#)[hp][0-9a-f]{10}(?=\))|(?<=#)[hp][0-9a-f]{10}(?=")'
+)
+
+
+def numbered_ids(svg: str) -> str:
+    """The SVG with matplotlib's number-hashed ids renamed p1, p2, …, h1, … in order of first appearance."""
+    names: dict[str, str] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        old = match.group(0)
+        if old not in names:
+            names[old] = f"{old[0]}{sum(name[0] == old[0] for name in names) + 1}"
+        return names[old]
+
+    return _NUMBER_HASHED_ID.sub(rename, svg)
 
 
 def new_figure(width: float, height: float, **kwargs: Any) -> Figure:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -41,7 +42,9 @@ def test_score_means_equal_per_item_numpy_mean():
     table = aggregate_items(items)
     assert np.isnan(table.score_q[:, 0]).any()
     assert np.array_equal(table.score_q, np.array(expected), equal_nan=True)
-    assert np.array_equal(table.mu_score, np.array(expected) @ LEVEL_VALUES, equal_nan=True)
+    # μ_S: the ten products added exactly, then rounded once (the same float whatever BLAS would add first).
+    exact = [math.fsum(row * LEVEL_VALUES) for row in expected]
+    assert np.array_equal(table.mu_score, np.array(exact), equal_nan=True)
     with pytest.raises(ValueError):
         aggregate_items([{**items[0], "samples": [{"score": [0.2] * 5}, {"score": [0.2] * 5}]}])
 
