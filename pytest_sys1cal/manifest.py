@@ -60,7 +60,10 @@ class _Checker:
         unknown = sorted(set(m) - set(_FIELDS))
         if unknown:
             close = difflib.get_close_matches(unknown[0], list(_FIELDS), n=1, cutoff=0.6)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            # No close match: most likely a field that a newer version of the plugin writes.
+            hint = (
+                f" (did you mean '{close[0]}'?)" if close else " (a newer pytest-sys1cal may have written it: upgrade)"
+            )
             raise self.fail(unknown[0], f"unknown field{hint}; allowed: {', '.join(_FIELDS)}")
         url = m.get("base_url")
         if isinstance(url, str) and strip_userinfo(url) != url:  # never echo the credentials themselves

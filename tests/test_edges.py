@@ -94,6 +94,10 @@ def test_a_manifest_with_bad_repeats_is_one_usage_error(pytester: pytest.Pyteste
         ({"questions": ["noul", "choise"]}, "field 'questions': "),
         ({"source": "guessed"}, "field 'source': \"guessed\" is not one of recorded, reconstructed, mixed"),
         ({"repeat": 1}, "field 'repeat': unknown field (did you mean 'repeats'?)"),
+        (
+            {"written_by": "9.0"},
+            "field 'written_by': unknown field (a newer pytest-sys1cal may have written it: upgrade)",
+        ),
         ({"model": "jev"}, "field 'model': 'jev' does not match the folder, which holds model 'semif'"),
         ({"dataset": {"name": "x", "sha256": "nope"}}, "field 'dataset': "),
     ],
