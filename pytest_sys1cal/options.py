@@ -19,7 +19,7 @@ import pytest
 
 from .argtypes import non_negative_float, non_negative_int, positive_float, positive_int
 from .dataset import BUNDLED
-from .vocabulary import RECORD_MODES
+from .vocabulary import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS, RECORD_MODES
 
 THRESHOLDS_FILE = "thresholds.yaml"
 
@@ -105,19 +105,17 @@ OPTIONS = [
         metavar="PATH|VERSION",
     ),
     Option("--sys1cal-seed", "seed of every resampling procedure", 0, type=non_negative_int, metavar="N"),
-    # 500 is the statistics notes' figure for CI runs (2,000 for a report); the intervals it gives are
-    # informational (gates use the λ test, not them), and the refit per resample is the analysis's main cost.
     Option(
         "--sys1cal-bootstrap",
         "latent-problem resamples for the U_max and λ intervals of Table 2; 0 skips them",
-        500,
+        BOOTSTRAP_RESAMPLES,  # vocabulary.py says why
         type=non_negative_int,
         metavar="N",
     ),
     Option(
         "--sys1cal-recalibration-splits",
         "seeded cross-fitted splits of the held-out readout check (seeds: the run's seed, seed + 1, …); the report gives the mean and SD of its balanced accuracy over them",
-        20,
+        RECALIBRATION_SPLITS,
         type=positive_int,
         metavar="N",
     ),

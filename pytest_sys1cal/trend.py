@@ -21,12 +21,9 @@ from .gates.regression import BaselineError, evaluate_regression
 from .gates.rows import GateRow, Outcome, outcome
 from .models import BUILTIN_ADAPTERS, make_adapter
 from .replay import averaged_repeats, open_version, recorded_dataset, recorded_versions, replay_folder, version_report
-from .vocabulary import PRIMITIVES, Verdict
+from .vocabulary import BOOTSTRAP_RESAMPLES, PRIMITIVES, RECALIBRATION_SPLITS, Verdict
 
 SCHEMA = "sys1cal-trend/1"
-# The plugin's defaults (options.py), so each version's report is the one its own run builds.
-BOOTSTRAP = 500
-RECALIBRATION_SPLITS = 20
 
 # (version, index, count) when a version starts, then (renderings done, renderings in all) as it replays.
 Started = Callable[[str, int, int], None]
@@ -123,7 +120,7 @@ def _version(
         inputs.dataset,
         thresholds,
         seed=inputs.seed,
-        bootstrap=BOOTSTRAP,
+        bootstrap=BOOTSTRAP_RESAMPLES,
         recalibration_splits=RECALIBRATION_SPLITS,
     )
     row.update(replayed=True, **_summary(report.data, report.outcome, report.gates, inputs.seed))

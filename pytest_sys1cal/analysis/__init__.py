@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..vocabulary import RECALIBRATION_SPLITS
 from .breakdown import breakdowns
 from .calibration import calibration
 from .choice_calibration import choice_calibration_table
@@ -20,7 +21,7 @@ from .items import aggregate_items
 from .latent import LatentData
 from .primitives import per_primitive, primitive_probabilities, primitive_table
 from .readout import readout
-from .recalibration import SPLITS, recalibrated_readouts
+from .recalibration import recalibrated_readouts
 from .sensitivity import spread
 from .swap import option_swap_table
 from .uncertainty import uncertainty_table
@@ -33,7 +34,7 @@ def analyze(
     error_cost: float = 100.0,
     defer_cost: float = 45.0,
     bootstrap: int = 1000,
-    recalibration_splits: int = SPLITS,
+    recalibration_splits: int = RECALIBRATION_SPLITS,
 ) -> dict[str, Any]:
     """Everything the summary, the JSON report and the gates need, from per-rendering results.
 

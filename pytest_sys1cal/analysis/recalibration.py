@@ -18,15 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from ..vocabulary import RECALIBRATION_SPLITS
 from .readout import logit, roc_auc
 from .stats import with_reasons
 
 METHOD = "logit threshold maximising balanced accuracy, cross-fitted on two halves of the latent problems"
 # Balanced accuracies within this of the best count as tied when the fitted threshold is chosen.
 TIE = 1e-12
-# Cross-fitted splits per run (--sys1cal-recalibration-splits): 20 puts the SE that the split adds to their
-# mean at SD/√20, under 0.006 for the largest SD measured on the bundled cassettes (0.023).
-SPLITS = 20
 SCORES = ("balanced_accuracy", "recall_true", "recall_false")
 
 
@@ -194,7 +192,12 @@ def held_out(p: np.ndarray, p_star: np.ndarray, firsts: list[np.ndarray], seeds:
 
 
 def recalibrated_readouts(
-    probs: dict[str, np.ndarray], p_star: np.ndarray, latent_ids: np.ndarray, *, seed: int, splits: int = SPLITS
+    probs: dict[str, np.ndarray],
+    p_star: np.ndarray,
+    latent_ids: np.ndarray,
+    *,
+    seed: int,
+    splits: int = RECALIBRATION_SPLITS,
 ) -> dict[str, Any]:
     """recalibrate() per primitive on the run's split (seed), and held_out() over `splits` splits (seeds
     split_seeds(seed, splits)). Each split covers all measured latent problems, shared by every primitive."""
