@@ -92,7 +92,7 @@ def recorded_dataset(folder: CassetteFolder) -> tuple[str, str]:
     return str(dataset["name"]), str(dataset["sha256"])
 
 
-def averaged_repeats(folder: CassetteFolder) -> int:
+def replayed_repeats(folder: CassetteFolder) -> int:
     """Model repeats behind each rendering's value when the folder is replayed: samples × repeats per answer."""
     return folder.repeats(None) * folder.repeats_per_answer
 

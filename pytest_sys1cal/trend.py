@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .baseline import averaged_repeats
 from .dataset import Dataset
 from .errors import InputError, MeasurementError
 from .gates.regression import BaselineError, evaluate_regression
 from .gates.rows import GateRow, Outcome, outcome
+from .gates.schema import Thresholds
 from .models import BUILTIN_ADAPTERS, make_adapter
-from .replay import averaged_repeats, open_version, recorded_dataset, recorded_versions, replay_folder, version_report
+from .replay import open_version, recorded_dataset, recorded_versions, replay_folder, replayed_repeats, version_report
 from .vocabulary import BOOTSTRAP_RESAMPLES, PRIMITIVES, RECALIBRATION_SPLITS, Verdict
 
 SCHEMA = "sys1cal-trend/1"
@@ -64,10 +66,10 @@ def build_trend(
     for index, version in enumerate(versions, start=1):
         if started is not None:
             started(version, index, len(versions))
-        row, report = _version(inputs, version, progress)
+        row, replayed = _version(inputs, version, progress)
         rows.append(row)
-        if report is not None:
-            reports[version] = report
+        if replayed is not None:
+            reports[version] = replayed
     steps = [_step(inputs, old, new, reports) for old, new in zip(versions, versions[1:], strict=False)]
     dataset = inputs.dataset
     return {
@@ -82,7 +84,7 @@ def build_trend(
     }
 
 
-def _thresholds(inputs: TrendInputs, version: str) -> Any:
+def _thresholds(inputs: TrendInputs, version: str) -> Thresholds | None:
     if inputs.thresholds is None:
         return None
     from .gates.config import load_thresholds
@@ -90,10 +92,13 @@ def _thresholds(inputs: TrendInputs, version: str) -> Any:
     return load_thresholds(inputs.thresholds, inputs.model, version)
 
 
-def _version(
-    inputs: TrendInputs, version: str, progress: Progress | None
-) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
-    """One version's row, and its report (None when it could not be replayed: the row says why)."""
+# A replayed version's report and the thresholds it was gated by (its step's regression settings too).
+Replayed = tuple[Mapping[str, Any], Thresholds | None]
+
+
+def _version(inputs: TrendInputs, version: str, progress: Progress | None) -> tuple[dict[str, Any], Replayed | None]:
+    """One version's row, and its report with its thresholds (None when it could not be replayed: the row says
+    why)."""
     row: dict[str, Any] = {"version": version, "replayed": False, "reason": None}
     try:
         adapter = make_adapter(inputs.model, [], version=version, base_url=None, environ=inputs.environ)
@@ -102,7 +107,7 @@ def _version(
         return {**row, "reason": str(exc)}, None
     name, sha256 = recorded_dataset(folder)
     row.update(source=folder.source, repeats=folder.repeats(None), repeats_per_answer=folder.repeats_per_answer)
-    row.update(averaged_repeats=averaged_repeats(folder), dataset={"name": name, "sha256": sha256})
+    row.update(averaged_repeats=replayed_repeats(folder), dataset={"name": name, "sha256": sha256})
     if sha256 != inputs.dataset.sha256:
         row["reason"] = (
             f"recorded on dataset {name} sha256 {sha256[:12]}…, not on {inputs.dataset.name} "
@@ -127,7 +132,7 @@ def _version(
     row["thresholds"] = None if thresholds is None else thresholds.describe()
     failed = [r for r in rows if r.error is not None]
     row["first_failure"] = None if not failed else f"{failed[0].instance_id}: {failed[0].error}"
-    return row, report.data
+    return row, (report.data, thresholds)
 
 
 def _summary(data: Mapping[str, Any], result: Outcome, gates: tuple[GateRow, ...], seed: int) -> dict[str, Any]:
@@ -153,21 +158,20 @@ def _summary(data: Mapping[str, Any], result: Outcome, gates: tuple[GateRow, ...
     }
 
 
-def _step(inputs: TrendInputs, old: str, new: str, reports: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def _step(inputs: TrendInputs, old: str, new: str, reports: Mapping[str, Replayed]) -> dict[str, Any]:
     """The upgrade comparison of `new` against `old`, as ``--sys1cal-baseline=<old>`` on a run of `new` makes it."""
     step: dict[str, Any] = {"from": old, "to": new, "compared": False, "reason": None}
     missing = [v for v in (old, new) if v not in reports]
     if missing:
         return {**step, "reason": f"{' and '.join(missing)} could not be replayed"}
-    base, data = reports[old], reports[new]
-    theirs, ours = (r["repeats"] * r.get("repeats_per_answer", 1) for r in (base, data))
+    (base, _), (data, thresholds) = reports[old], reports[new]
+    theirs, ours = averaged_repeats(base), averaged_repeats(data)
     if theirs != ours:
         return {
             **step,
             "reason": f"{old} averages {theirs} model repeat(s) per answer, {new} {ours}: the OVL of a mean depends "
             "on how many repeats it averages, so only recordings averaging as many compare",
         }
-    thresholds = _thresholds(inputs, new)
     try:
         rows = evaluate_regression(
             thresholds.regression if thresholds else None, data, base, seed=inputs.seed, baseline_name=old
