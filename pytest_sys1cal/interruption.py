@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
+from .vocabulary import RED, Line
+
 NODEID = "sys1cal::interrupted"
 PROPERTY = "sys1cal_interrupted"
-RED = {"red": True, "bold": True}
-Line = tuple[str, dict[str, bool]]
 
 
 def reason_of(exc: BaseException) -> str:

@@ -23,15 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .files import write_atomic
-from .vocabulary import REPORT_SCHEMA
+from .vocabulary import RED, REPORT_SCHEMA, Line
 
 if TYPE_CHECKING:
     from .options import Settings
     from .redact import Redactor
     from .run_report import Baseline, Report
 
-Line = tuple[str, dict[str, bool]]
-RED = {"red": True, "bold": True}
 # (what, the option that named it, its path, how to draw it)
 Document = tuple[str, str, Path, Callable[[], str]]
 

@@ -32,8 +32,7 @@ from .outputs import Outputs
 from .redact import Redactor
 from .results import ResultRow
 from .run_report import Baseline, Report, RunFacts, build_report
-
-Line = tuple[str, dict[str, bool]]
+from .vocabulary import RED, Line
 
 
 class Sys1CalRun:
@@ -166,7 +165,7 @@ class Sys1CalRun:
             import traceback
 
             self.finish_error = f"{type(exc).__name__}: {exc}"
-            lines.append((f"sys1cal could not finish the analysis: {self.finish_error}", {"red": True, "bold": True}))
+            lines.append((f"sys1cal could not finish the analysis: {self.finish_error}", RED))
             if self.config.get_verbosity() > 0:
                 lines += [(text, {}) for text in traceback.format_exc().splitlines()]
             else:

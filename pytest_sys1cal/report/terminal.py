@@ -5,20 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..vocabulary import Verdict
+from ..vocabulary import RED, Line, Verdict
 from .breakdown_tables import family_delta_table
 from .gates import comparison_table, gate_table
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
 from .table import Table, aligned
 
-# (text, markup) pairs: markup is passed to TerminalReporter.write_line (e.g. {"red": True}).
-Line = tuple[str, dict[str, bool]]
 THRESHOLDS = "thresholds.yaml"  # the default thresholds file, named where the run does not say which is in force
 
 VERDICT_MARKUP = {
     Verdict.PASSED: {"green": True},
-    Verdict.FAILED: {"red": True, "bold": True},
+    Verdict.FAILED: RED,
     Verdict.INCONCLUSIVE: {"yellow": True},
 }
 
@@ -49,7 +47,7 @@ def summary_lines(
     ]
     stopped = interrupted_line(result)
     if stopped:
-        lines.append((stopped, {"red": True, "bold": True}))
+        lines.append((stopped, RED))
     lines += [(f"notice: {notice}", {"yellow": True}) for notice in result.get("notices", [])]
     if not counts["measured"]:  # every table would be empty
         failed = f" ({counts['failed']} failed)" if counts["failed"] else ""
@@ -90,7 +88,7 @@ def gate_lines(
     undecided = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE and not g.get("tolerated")]
     tolerated = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE and g.get("tolerated")]
     if failed:
-        lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates)} gates", {"red": True, "bold": True}))
+        lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates)} gates", RED))
         lines += [(f"  {g['name']}: {g['explanation']}", {"red": True}) for g in failed]
         what, command = rerecord or ("re-record it with --sys1cal-record-mode=all and this run's other options", "")
         review = f"review {thresholds} and " if thresholds else ""
