@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -24,3 +25,16 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def cannot_create_in(folder: Path, name: str) -> str | None:
+    """Why no new file can be created in `folder` (tried for real with a probe file beside `name`, removed at
+    once: permission bits do not stop root, a read-only file system or /proc does), or None when one can."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{name}.", suffix=".probe", dir=folder)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return None

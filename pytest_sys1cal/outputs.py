@@ -13,16 +13,14 @@ Ctrl-C while a file is drawn stops the drawing, leaves the file as it was and sa
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
-from .files import write_atomic
+from .files import cannot_create_in, write_atomic
 from .vocabulary import RED, REPORT_SCHEMA, Line
 
 if TYPE_CHECKING:
@@ -205,11 +203,6 @@ def _check_writable(name: str, path: Path) -> None:
         raise InputError(f"{name} {path}: {parent} is a file, not a folder; write the report in a folder")
     if path.exists() and not os.access(path, os.W_OK):
         raise InputError(f"{name} {path}: the file is read-only; make it writable or write the report elsewhere")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        raise InputError(f"{name} {path}: cannot write in {parent} ({why}); write the report elsewhere") from None
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
+    why = cannot_create_in(parent, path.name)
+    if why:
+        raise InputError(f"{name} {path}: cannot write in {parent} ({why}); write the report elsewhere")

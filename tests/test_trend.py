@@ -149,6 +149,8 @@ def test_the_command_prints_the_tables_with_a_progress_line(
         (["--thresholds=nope.yaml"], "error: trend: --thresholds nope.yaml: no such file"),
         (["--model=mine"], "error: trend: --model mine: not a built-in adapter (jev, semif, systemone)"),
         (["--html=missing/trend.html"], "error: trend: --html missing/trend.html: cannot write in missing"),
+        # A folder no one can create a file in, root included (permission bits would not stop root).
+        (["--markdown=/proc/trend.md"], "error: trend: --markdown /proc/trend.md: cannot write in /proc"),
         (["--dataset=nope.jsonl"], "error: trend: nope.jsonl: no such dataset file"),
     ],
 )

@@ -14,7 +14,7 @@ from typing import NoReturn, TextIO
 
 from ..dataset import load_dataset
 from ..errors import EXIT_INPUT, InputError
-from ..files import write_atomic
+from ..files import cannot_create_in, write_atomic
 
 THRESHOLDS_FILE = "thresholds.yaml"
 INSTALL = "pip install 'pytest-sys1cal[html]'"
@@ -26,7 +26,7 @@ class TrendError(InputError):
 
 def _usage_error(message: str) -> NoReturn:
     print(f"error: trend: {message}", file=sys.stderr)
-    raise SystemExit(4)
+    raise SystemExit(EXIT_INPUT)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,7 +106,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
         if path.is_dir():
             raise TrendError(f"{flag} {path}: a folder, not a file; name the file to write")
         parent = path.parent if str(path.parent) else Path(".")
-        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        if not parent.is_dir() or cannot_create_in(parent, path.name):
             raise TrendError(f"{flag} {path}: cannot write in {parent} (no such folder, or not writable)")
     if args.html is not None and args.html == args.markdown:
         raise TrendError(f"--html and --markdown are the same file {args.html}; give each its own")
