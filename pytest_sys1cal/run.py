@@ -67,10 +67,10 @@ class Sys1CalRun:
             settings.record_mode,
             default_root=settings.default_cassettes,
         )
-        self.thresholds = (
-            thresholds_in_force(settings, self.adapter, registered, self.reference) if controller else None
-        )
         with usage_errors(self.redactor.text):
+            self.thresholds = (
+                thresholds_in_force(settings, self.adapter, registered, self.reference) if controller else None
+            )
             self.folder = folder_of(settings, self.adapter, self.redactor, self.reference)
             self.advice = Advice(settings, self.adapter, self.dataset, self.folder)
             if controller:
@@ -224,15 +224,14 @@ def thresholds_in_force(
     """The thresholds file in force: the given one, the rootdir's thresholds.yaml, or, for the bundled
     reference set in a project without a thresholds file, the shipped one."""
     path = settings.thresholds
-    with usage_errors():
-        if path is None and reference is not None:
-            path = shipped_thresholds_path()
-        if path is None:
-            return None
-        from .gates.config import load_thresholds
+    if path is None and reference is not None:
+        path = shipped_thresholds_path()
+    if path is None:
+        return None
+    from .gates.config import load_thresholds
 
-        known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
-        return load_thresholds(path, settings.model, adapter.version, known_models=known)
+    known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
+    return load_thresholds(path, settings.model, adapter.version, known_models=known)
 
 
 def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, registered: Any) -> Baseline:
