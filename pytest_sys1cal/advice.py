@@ -8,7 +8,7 @@ import os
 import shlex
 from pathlib import Path
 
-from .cassette_folder import CassetteFolder, folders_under
+from .cassette_folder import CassetteFolder, folders_under, restore_from_git
 from .dataset import BUNDLED, Dataset, Rendering
 from .models.base import ModelAdapter
 from .node_ids import node_id
@@ -97,7 +97,7 @@ class Advice:
         """How to get a damaged or missing reference cassette back."""
         if self.folder.read_only:
             return "reinstall pytest-sys1cal (pip install --force-reinstall --no-deps pytest-sys1cal)"
-        return f"restore {what} from version control (git checkout -- {shlex.quote(str(path))})"
+        return restore_from_git(path, what)
 
     def missing(self, rendering: Rendering, path: Path) -> str:
         """What to do about a rendering that replay cannot answer."""

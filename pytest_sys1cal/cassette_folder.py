@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -45,6 +46,11 @@ class Advice(Protocol):
 def folders_under(root: Path) -> list[str]:
     """``model/version`` of every folder with a manifest under a cassette root, for messages."""
     return sorted(f"{p.parent.parent.name}/{p.parent.name}" for p in root.glob(f"*/*/{MANIFEST}"))
+
+
+def restore_from_git(path: Path, what: str = "it") -> str:
+    """How to get a cassette file back that version control holds (a damaged or missing one)."""
+    return f"restore {what} from version control (git checkout -- {shlex.quote(str(path))})"
 
 
 def reference_root(root: Path, model: str, version: str, record_mode: str, *, default_root: bool) -> Path | None:

@@ -11,11 +11,10 @@ replayed here gives the numbers a ``pytest --sys1cal`` run of it gives.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from .cassette_folder import CassetteFolder
+from .cassette_folder import CassetteFolder, restore_from_git
 from .dataset import Dataset, Rendering
 from .errors import InputError, MeasurementError
 from .gates.schema import Thresholds
@@ -60,12 +59,12 @@ class ReplayAdvice:
 
     def missing(self, rendering: Rendering, path: Path) -> str:
         return (
-            f"version {self.folder.version} has no recording for it: restore {path} from version control "
-            f"(git checkout -- {shlex.quote(str(path))}), or record the missing renderings into {self.folder.path}"
+            f"version {self.folder.version} has no recording for it: {restore_from_git(path, str(path))}, or "
+            f"record the missing renderings into {self.folder.path}"
         )
 
     def damaged(self, rendering: Rendering, path: Path) -> str:
-        return f"restore it from version control (git checkout -- {shlex.quote(str(path))})"
+        return restore_from_git(path)
 
 
 def open_version(root: Path, model: str, version: str, adapter: ModelAdapter) -> CassetteFolder:
