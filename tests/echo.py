@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
-from tests.loopback import Behaviour, Handler, LoopbackServer, Server
+from tests.loopback import Behaviour, Handler, LoopbackServer, Serving
 
 
 def credential(authorization: str) -> str:
@@ -37,7 +37,7 @@ def credential(authorization: str) -> str:
     return value
 
 
-class EchoServer:
+class EchoServer(Serving):
     """Context manager: ``with EchoServer(renderings, status=400) as server: server.url``. `requests`
     counts what arrived; `seen` keeps each request's Authorization header."""
 
@@ -48,20 +48,7 @@ class EchoServer:
         self.requests = 0
         self.seen: list[str] = []
         self.lock = threading.Lock()
-        self.server = Server(("127.0.0.1", 0), type("EchoHandler", (_EchoHandler,), {"owner": self}))
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> EchoServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(type("EchoHandler", (_EchoHandler,), {"owner": self}))
 
     def answer(self, raw: bytes, authorization: str) -> tuple[int, str, dict[str, str], bytes]:
         """(status, reason phrase, headers, body) for one request."""

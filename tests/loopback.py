@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -56,7 +56,29 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-class LoopbackServer:
+class Serving:
+    """A test server on a thread of its own, as a context manager: ``with X(...) as server: server.url``.
+    A subclass calls serve(handler) in its __init__; the thread starts on entering, the server stops on exit."""
+
+    def serve(self, handler: type[BaseHTTPRequestHandler]) -> Server:
+        self.server = Server(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        return self.server
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class LoopbackServer(Serving):
     """Context manager: ``with LoopbackServer(p_star_by_state, Behaviour(...)) as server: server.url``."""
 
     def __init__(self, p_star_by_state: dict[str, float], behaviour: Behaviour | None = None):
@@ -68,26 +90,11 @@ class LoopbackServer:
         self._lock = threading.Lock()
         self._calls: dict[tuple[str, str], int] = {}
         self._gate = threading.Semaphore(self.behaviour.max_in_flight) if self.behaviour.max_in_flight else None
-        handler = type("Handler", (_Handler,), {"owner": self})
-        self.server = Server(("127.0.0.1", 0), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.serve(type("Handler", (_Handler,), {"owner": self}))
 
     @classmethod
     def for_renderings(cls, renderings: Iterable[Any], behaviour: Behaviour | None = None) -> LoopbackServer:
         return cls({_canon(r.state): r.p_star for r in renderings}, behaviour)
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> LoopbackServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
     # ------------------------------------------------------------------ answers
 

@@ -32,7 +32,7 @@ from jevcompat.mock import MockConfig, Running
 from pytest_sys1cal import recording_hooks
 from pytest_sys1cal.dataset import Rendering, load_dataset
 from pytest_sys1cal.recording.policy import Limits, backoff, retry_after_seconds
-from tests.loopback import Behaviour, Handler, LoopbackServer, Server
+from tests.loopback import Behaviour, Handler, LoopbackServer, Serving
 
 RENDERINGS = load_dataset("sys1cal-v1").renderings
 QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
@@ -60,7 +60,7 @@ def subset(path: Path, count: int) -> tuple[Path, list[Rendering]]:
 Action = tuple[Any, ...]
 
 
-class FaultServer:
+class FaultServer(Serving):
     """A `/v1/systemone` server on 127.0.0.1 answering like tests/loopback.py (deterministic: no noise),
     serving scripted faults first, one per request in arrival order:
 
@@ -87,22 +87,8 @@ class FaultServer:
         self.requests = self.in_flight = self.max_seen_in_flight = 0
         self.arrivals: list[float] = []
         self.lock = threading.Lock()
-        handler = type("Handler", (_FaultHandler,), {"owner": self})
-        self.server = Server(("127.0.0.1", 0), handler)
-        self.server.handle_error = lambda request, address: None  # clients that timed out and left
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> FaultServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        server = self.serve(type("Handler", (_FaultHandler,), {"owner": self}))
+        server.handle_error = lambda request, address: None  # clients that timed out and left
 
 
 class _FaultHandler(Handler):

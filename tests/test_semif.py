@@ -13,9 +13,8 @@ import hashlib
 import json
 import math
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from pytest_sys1cal.models.semif import (
     user_prompt,
 )
 from pytest_sys1cal.questions import ALL_QUESTIONS, build_questions
+from tests.loopback import Serving
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "cassettes" / "semif" / SemIfAdapter.default_version
@@ -254,7 +254,7 @@ def test_values_that_are_not_log_probabilities_are_refused() -> None:
 # ------------------------------------------------------------------------------------------ a fake server
 
 
-class FakeOpenAI:
+class FakeOpenAI(Serving):
     """An OpenAI-compatible server on 127.0.0.1 with made-up but deterministic logprobs: each option letter
     gets a weight from a hash of the prompt, spelled " X" and "X"; 30 % of the mass goes to other tokens.
 
@@ -279,13 +279,7 @@ class FakeOpenAI:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.serve(Handler)
 
     def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         prompt = body["prompt"] if path == "/v1/completions" else body["messages"][1]["content"]
@@ -305,14 +299,6 @@ class FakeOpenAI:
         if self.behaviour == "no-logprobs":
             del response["choices"][0]["logprobs"]
         return response
-
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def run(pytester: pytest.Pytester, root: Path, *args: str, url: str | None = None) -> pytest.RunResult:
