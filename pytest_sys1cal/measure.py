@@ -9,16 +9,16 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from .cassettes import CassetteMiss, Recorded, recorded_headers
 from .dataset import Rendering
 from .errors import MeasurementError
 from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
 from .results import ResultRow
+from .store.cassette import CassetteMiss, Recorded, recorded_headers
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .cassette_folder import CassetteFolder
+    from .store.folder import CassetteFolder
 
 
 class Advice(Protocol):
@@ -146,7 +146,7 @@ class Measurer:
         """Replay through vcrpy's matchers: a request no recording answers fails the item, saying why."""
         from vcr.request import Request as VcrRequest
 
-        from .vcr_store import replay
+        from .store.vcrpy_side import replay
 
         cassette = self.open(rendering)
 
@@ -171,7 +171,7 @@ class Measurer:
         exists = self.folder.path_for(rendering).is_file()
         if mode == "once" or not exists:
             return [] if exists else wanted
-        from .vcr_store import playable
+        from .store.vcrpy_side import playable
 
         cassette = self.open(rendering)  # new_episodes: play what is there, count the rest
         return [request for request in wanted if not playable(cassette, request)]
@@ -197,7 +197,7 @@ class Measurer:
     def open(self, rendering: Rendering) -> Any:
         """The rendering's vcrpy cassette; a file that cannot be read as one fails the item in one line."""
         try:
-            from .vcr_store import load_cassette
+            from .store.vcrpy_side import load_cassette
 
             return load_cassette(self.folder, rendering)
         except Exception as exc:  # noqa: BLE001 - vcrpy raises whatever its parser met; all mean "damaged"

@@ -55,12 +55,12 @@ def pytest_configure(config: pytest.Config) -> None:
         given_without_sys1cal(config)
         _no_node_ids_without_sys1cal(config)
         return
-    from .collect import MARKER
     from .errors import usage_errors
-    from .node_ids import select_renderings, take_node_ids
     from .options import WORKERINPUT_KEY, Settings, resolve_settings
     from .redact import redact_log_records
     from .run import Sys1CalRun
+    from .session.collect import MARKER
+    from .session.node_ids import select_renderings, take_node_ids
 
     config.addinivalue_line("markers", MARKER)
     workerinput = getattr(config, "workerinput", None)
@@ -80,7 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
         only = select_renderings(node_ids, run.settings.model, run.dataset, run.advice.list_ids()) if node_ids else None
     config.pluginmanager.register(ActiveRun(run, only), "sys1cal-run")
     if run.recording is not None:  # a replay pays for none of recording's hooks or imports
-        from .recording_hooks import RecordingHooks
+        from .session.recording_hooks import RecordingHooks
 
         config.pluginmanager.register(RecordingHooks(run, run.recording, controller=controller), "sys1cal-recording")
 
@@ -108,7 +108,7 @@ class XdistHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # The controller collects nothing itself: the selection is the workers' (each collects all of it).
-        from .collect import renderings_of_nodeids
+        from .session.collect import renderings_of_nodeids
 
         run = self.run
         run.interruption.selected = len(renderings_of_nodeids(ids, run.settings.model, run.dataset))
@@ -132,14 +132,14 @@ class ActiveRun:
 
     @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so they apply to our items
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
-        from .collect import collect_suite
+        from .session.collect import collect_suite
 
         run = self.run
         items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer, self.only)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         # The selection after -k/-m deselection: what an interrupted run's report counts as selected.
-        from .collect import renderings_of
+        from .session.collect import renderings_of
 
         if self.controller and not session.config.pluginmanager.has_plugin("dsession"):
             self.run.interruption.selected = len(renderings_of(session.items, self.run.measurer))
@@ -148,7 +148,7 @@ class ActiveRun:
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Generator[None, Any, Any]:
         # Ctrl-C, a stop an item asked for (session.shouldstop: a fatal error), xdist's stops, pytest.exit. A
         # wrapper: the reason is kept, and the traceback made showable, before pytest's terminal formats it.
-        from .interruption import reason_of, showable
+        from .session.interruption import reason_of, showable
 
         self.run.interruption.stopped(reason_of(excinfo.value))
         showable(excinfo)
@@ -203,7 +203,7 @@ class ActiveRun:
 
     def _mark_interrupted(self, config: pytest.Config) -> None:
         """An interrupted run (or end-of-run work) says so in the JUnit XML too (interruption.py)."""
-        from .interruption import mark_junit
+        from .session.interruption import mark_junit
 
         run = self.run
         text = run.interruption.junit_text(run.report.data if run.report else None, len(run.rows))
@@ -213,7 +213,7 @@ class ActiveRun:
     def _report_gates(self, config: pytest.Config) -> None:
         """Hand each gate to report plugins (JUnit XML writes it as a test case) as a test report; the
         terminal counts the ones that did not pass."""
-        from .collect import gate_reports
+        from .session.collect import gate_reports
         from .vocabulary import Verdict
 
         assert self.run.report is not None

@@ -1,5 +1,5 @@
 """The state of one ``pytest --sys1cal`` run (kept in ``config.stash``), composed of its three pieces: the
-`Settings` (options.py, resolved once), the `CassetteFolder` (cassette_folder.py) and the report built at the
+`Settings` (options.py, resolved once), the `CassetteFolder` (store/folder.py) and the report built at the
 end (run_report.py). Here they are put together at configure, the measured rows collected on the controller,
 and the report built, written and summarised once at the end."""
 
@@ -16,22 +16,22 @@ from typing import Any
 
 import pytest
 
-from .advice import Advice
-from .baseline import averaged_repeats, check_repeats, resolve_baseline
 from .bundled import shipped_thresholds_path
-from .cassette_folder import CassetteFolder, reference_root
 from .dataset import Dataset, load_dataset
 from .errors import usage_errors
 from .gates.schema import Thresholds
-from .interruption import Interruption
 from .measure import Measurer
 from .models import BUILTIN_ADAPTERS, make_adapter
 from .models.base import ModelAdapter
 from .options import Settings
-from .outputs import Outputs
 from .redact import Redactor
 from .results import ResultRow
 from .run_report import Baseline, Report, RunFacts, build_report
+from .session.advice import Advice
+from .session.interruption import Interruption
+from .session.outputs import Outputs
+from .store.folder import CassetteFolder, reference_root
+from .versions.baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
 from .vocabulary import RED, Line
 
 
@@ -244,8 +244,18 @@ def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, regi
         config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=adapter)
         return adapter
 
+    assert settings.baseline is not None
+    request = BaselineRequest(
+        value=settings.baseline,
+        model=settings.model,
+        cassettes=settings.cassettes,
+        default_cassettes=settings.default_cassettes,
+        seed=settings.seed,
+        bootstrap=settings.bootstrap,
+        recalibration_splits=settings.recalibration_splits,
+    )
     return resolve_baseline(
-        settings,
+        request,
         version=run.adapter.version,
         dataset=run.dataset,
         adapter_for=adapter_for,
@@ -256,7 +266,7 @@ def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, regi
 def recording_of(config: pytest.Config, settings: Settings, controller: bool, redactor: Redactor) -> Any:
     """This process's recording (its lines through the run's redactor); an xdist worker's limits are its share
     of the run's."""
-    from .recording_hooks import Recording, limits_for, workercount
+    from .session.recording_hooks import Recording, limits_for, workercount
 
     workerinput: Mapping[str, Any] = getattr(config, "workerinput", {})
     share = workercount(workerinput) if not controller else 1

@@ -22,12 +22,12 @@ from vcr.request import Request as VcrRequest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_sys1cal.cassette_folder import CassetteFolder  # noqa: E402
 from pytest_sys1cal.dataset import load_dataset  # noqa: E402
 from pytest_sys1cal.models.systemone import JevAdapter  # noqa: E402
 from pytest_sys1cal.questions import CHOICE, NOUL, SCORE  # noqa: E402
 from pytest_sys1cal.redact import Redactor  # noqa: E402
-from pytest_sys1cal.vcr_store import load_cassette, save_cassette  # noqa: E402
+from pytest_sys1cal.store.folder import CassetteFolder  # noqa: E402
+from pytest_sys1cal.store.vcrpy_side import load_cassette, save_cassette  # noqa: E402
 
 PUBLISHED = ROOT / "fixtures" / "published-jev" / "noul_choice_score_instance_metrics.csv"
 QUESTIONS = (NOUL, CHOICE, SCORE)

@@ -169,8 +169,8 @@ def replay_command(model: str, version: str, cassettes: Path, report: Path, extr
 
 
 def add_note(cassettes: Path, model: str, version: str, text: str) -> Path:
-    from pytest_sys1cal.cassette_folder import CassetteFolder
     from pytest_sys1cal.redact import Redactor
+    from pytest_sys1cal.store.folder import CassetteFolder
 
     folder = CassetteFolder(cassettes, model, version, "none", Redactor())
     if folder.manifest is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_sys1cal.errors import InputError
-from pytest_sys1cal.manifest import read_manifest
+from pytest_sys1cal.store.manifest import read_manifest
 from tests.loopback import Behaviour, LoopbackServer
 from tests.test_recording import subset
 

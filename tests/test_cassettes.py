@@ -13,11 +13,11 @@ import vcr
 from jevcompat.mock import MockConfig, Running
 from vcr.request import Request as VcrRequest
 
-from pytest_sys1cal.cassette_folder import CassetteFolder
 from pytest_sys1cal.dataset import load_dataset
 from pytest_sys1cal.files import write_atomic
 from pytest_sys1cal.redact import Redactor
-from pytest_sys1cal.vcr_store import json_body
+from pytest_sys1cal.store.folder import CassetteFolder
+from pytest_sys1cal.store.vcrpy_side import json_body
 from tests.loopback import Behaviour, LoopbackServer
 
 REPO = Path(__file__).resolve().parent.parent

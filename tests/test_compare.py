@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_sys1cal.analysis.compare import ComparisonError, Margin, compare_reports, holm
+from pytest_sys1cal.analysis.compare import Margin, compare_reports
+from pytest_sys1cal.analysis.paired import ComparisonError, holm
 from pytest_sys1cal.gates.regression import evaluate_regression
 from pytest_sys1cal.gates.schema import RegressionConfig
 from pytest_sys1cal.vocabulary import Verdict

@@ -1,4 +1,4 @@
-"""analysis/public_vs_fresh.py: the unpaired public − fresh comparison on synthetic reports with a known truth
+"""analysis/contamination.py: the unpaired public − fresh comparison on synthetic reports with a known truth
 (interval coverage under no difference, detection of a built-in public advantage, the family reweighting removing
 a composition effect), the refusals, and `python -m pytest_sys1cal contamination` end to end."""
 
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_sys1cal.analysis.public_vs_fresh import NOT_SUSPICIOUS, SUSPICIOUS, check_contamination
-from pytest_sys1cal.analysis.public_vs_fresh_sides import ContaminationError
-from pytest_sys1cal.report.public_vs_fresh_text import format_check
+from pytest_sys1cal.analysis.contamination import NOT_SUSPICIOUS, SUSPICIOUS, check_contamination
+from pytest_sys1cal.analysis.contamination_sides import ContaminationError
+from pytest_sys1cal.report.contamination_text import format_check
 
 # Family → mean distance of the answers to p*: families differ in difficulty, as real ones do.
 DIFFICULTY = {"alpha": 0.10, "beta": 0.12, "gamma": 0.15, "delta": 0.18, "epsilon": 0.22, "zeta": 0.26}

@@ -389,7 +389,7 @@ def test_problems_are_split_evenly_first_families_first(problems: int) -> None:
 def test_the_shared_family_names_and_cell_count_are_the_generators() -> None:
     """vocabulary.FAMILY_NAMES and the contamination check's FILLS_EVERY_CELL (analysis/ may not import the
     generator) agree with the generator: its families in order, and the problems that fill every cell."""
-    from pytest_sys1cal.analysis.public_vs_fresh_sides import FILLS_EVERY_CELL, MIN_FRESH_PER_CELL
+    from pytest_sys1cal.analysis.contamination_sides import FILLS_EVERY_CELL, MIN_FRESH_PER_CELL
     from pytest_sys1cal.generate import FAMILIES
     from pytest_sys1cal.vocabulary import FAMILY_NAMES
 

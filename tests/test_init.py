@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from pytest_sys1cal import __version__
+from pytest_sys1cal.commands.project_files import WORKFLOW
 from pytest_sys1cal.gates.config import parse_thresholds
-from pytest_sys1cal.project_files import WORKFLOW
 
 from .degraded import degrade
 

@@ -18,8 +18,9 @@ PACKAGE = REPO / "pytest_sys1cal"
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
 MAX_CLASS_LINES = 200
-# The pytest glue: what the lower layers (recording/, measuring) must not reach back into.
-GLUE = {"plugin", "run", "collect", "options", "recording_hooks", "advice"}
+# The pytest glue: what the lower layers (recording/, measuring, the store, other versions) must not reach back
+# into. First components of module names under the package: the session/ wing is glue as a whole.
+GLUE = {"plugin", "run", "options", "session"}
 ERROR_ROOTS = {"InputError", "MeasurementError"}
 # Names of the shared vocabulary: defined in vocabulary.py and nowhere else.
 VOCABULARY = {
@@ -46,10 +47,15 @@ FORBIDDEN = {
 }
 
 # Parts of the package a part must not import: the analysis is handed its data (it reads no dataset and
-# knows no generator), and the gates read a saved report through report_file.py, not through the renderers.
+# knows no generator) and knows nothing of gates (the gates read the analysis, never the other way); the gates
+# read a saved report through report_file.py, not through the renderers; the store and other versions
+# replayed offline take plain values, never the pytest session's glue.
+_SESSION_GLUE = {f"pytest_sys1cal.{name}" for name in GLUE}
 FORBIDDEN_INTERNAL = {
-    "analysis": {"pytest_sys1cal.dataset", "pytest_sys1cal.generate"},
+    "analysis": {"pytest_sys1cal.dataset", "pytest_sys1cal.generate", "pytest_sys1cal.gates"},
     "gates": {"pytest_sys1cal.report"},
+    "store": _SESSION_GLUE,
+    "versions": _SESSION_GLUE,
 }
 # Calls that open or read a file: the analysis makes none.
 FILE_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes"}
@@ -324,13 +330,38 @@ def test_every_module_a_docstring_names_exists() -> None:
     assert not missing, "\n".join(missing)
 
 
-def test_the_readme_layout_lists_every_module() -> None:
-    """README's "Project layout" names every module of the package (its own file name, or its package's)."""
+def _layout_blocks() -> dict[str, str]:
+    """README's "Project layout" tree as {folder: its text}: each `name/` entry of the package with the lines
+    that continue it, and "" for the package's top level (every other line under `pytest_sys1cal/`)."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    layout = text.split("## Project layout", 1)[1]
-    missing = [
-        str(path.relative_to(PACKAGE))
-        for path in modules()
-        if path.name != "__init__.py" and not re.search(rf"(?<![\w/]){re.escape(path.name)}\b", layout)
-    ]
-    assert not missing, f"modules README's layout does not name: {missing}"
+    tree_lines = text.split("## Project layout", 1)[1].split("    pytest_sys1cal/\n", 1)[1].split("\n    docs/", 1)[0]
+    blocks: dict[str, str] = {"": ""}
+    current = ""
+    for line in tree_lines.splitlines():
+        entry = re.match(r"      (\S.*?)\s{2,}|      (\S+)$", line)
+        if entry:
+            names = [name.strip() for name in (entry.group(1) or entry.group(2)).split(",")]
+            current = names[0][:-1] if names[0].endswith("/") else ""
+            blocks.setdefault(current, "")
+            # The modules an entry names before its description are top-level ones (`commands/, __main__.py`).
+            blocks[""] += " " + " ".join(name for name in names if not name.endswith("/"))
+            if not current:
+                continue
+        blocks[current] += " " + line
+    return blocks
+
+
+def test_the_readme_layout_lists_every_module() -> None:
+    """README's "Project layout" mirrors the tree: every module of the package is named in the entry of its own
+    folder (a top-level module on a top-level line)."""
+    blocks = _layout_blocks()
+    missing = []
+    for path in modules():
+        if path.name == "__init__.py":
+            continue
+        folder = "/".join(path.relative_to(PACKAGE).parts[:-1])
+        if not re.search(rf"(?<![\w/]){re.escape(path.name)}\b", blocks.get(folder, "")):
+            missing.append(str(path.relative_to(PACKAGE)))
+    assert not missing, f"modules README's layout does not name under their own folder: {missing}"
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert set(blocks) - {""} == folders, f"layout folders {sorted(set(blocks) - {''})} vs the tree's {sorted(folders)}"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sys1cal.node_ids import take_node_ids
+from pytest_sys1cal.session.node_ids import take_node_ids
 
 REPO = Path(__file__).resolve().parent.parent
 CASSETTES = REPO / "cassettes"

@@ -177,7 +177,7 @@ def test_a_write_that_fails_at_the_end_is_not_claimed_and_fails_the_run(pytester
     pytester.makeconftest(
         """
         import errno
-        import pytest_sys1cal.outputs as outputs
+        import pytest_sys1cal.session.outputs as outputs
 
         def full(path, text):
             raise OSError(errno.ENOSPC, "No space left on device")

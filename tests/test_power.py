@@ -1,4 +1,4 @@
-"""analysis/sample_size.py: the sample-size formula against docs/power.md, the σ_w / between-item SD / ρ
+"""analysis/power.py: the sample-size formula against docs/power.md, the σ_w / between-item SD / ρ
 estimators on synthetic reports with known values, a Monte Carlo check of a planned design, and the
 `python -m pytest_sys1cal power` command end to end."""
 
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_sys1cal.analysis.sample_size import (
+from pytest_sys1cal.analysis.power import (
     PowerError,
     design_effect,
     detectable_drop,

@@ -29,7 +29,7 @@ import httpcore._backends.anyio  # noqa: F401
 import pytest
 from jevcompat.mock import MockConfig, Running
 
-from pytest_sys1cal import recording_hooks
+from pytest_sys1cal.session import recording_hooks
 from pytest_sys1cal.dataset import Rendering, load_dataset
 from pytest_sys1cal.recording.policy import Limits, backoff, retry_after_seconds
 from tests.loopback import Behaviour, Handler, LoopbackServer, Serving

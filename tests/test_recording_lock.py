@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sys1cal.cassette_folder import CassetteFolder
-from pytest_sys1cal.folder_lock import LOCK_NAME, FolderLock, FolderLocked
 from pytest_sys1cal.redact import Redactor
+from pytest_sys1cal.store.folder import CassetteFolder
+from pytest_sys1cal.store.lock import LOCK_NAME, FolderLock, FolderLocked
 from tests.loopback import Behaviour, LoopbackServer
 from tests.test_recording import subset
 

@@ -25,9 +25,9 @@ from xml.etree import ElementTree
 import pytest
 from vcr.request import Request as VcrRequest
 
-from pytest_sys1cal.cassette_folder import CassetteFolder
 from pytest_sys1cal.dataset import load_dataset
 from pytest_sys1cal.redact import REDACTED, Redactor, redact_log_records, strip_userinfo
+from pytest_sys1cal.store.folder import CassetteFolder
 from tests.echo import EchoServer
 
 KEY = "sk-CANARY-4f9a1c7e2b8d-KEY"

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from pytest_sys1cal.baseline import load_baseline
 from pytest_sys1cal.errors import InputError
 from pytest_sys1cal.gates.config import load_thresholds
 from pytest_sys1cal.gates.evaluate import evaluate as evaluate_gates
 from pytest_sys1cal.gates.regression import BaselineError, evaluate_regression
 from pytest_sys1cal.gates.schema import RegressionConfig, Thresholds, ThresholdsError
+from pytest_sys1cal.versions.baseline import load_baseline
 from pytest_sys1cal.vocabulary import PRIMITIVES
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_sys1cal.analysis.threshold_rule import CHOICE_GATES, PRIMITIVE_GATES, threshold_rule
 from pytest_sys1cal.bundled import model_section, preamble
 from pytest_sys1cal.gates.config import parse_thresholds
 from pytest_sys1cal.gates.schema import DEFAULT_RESAMPLES, RegressionConfig
+from pytest_sys1cal.gates.thresholds_rule import CHOICE_GATES, PRIMITIVE_GATES, threshold_rule
 
 from .degraded import degrade
 

@@ -30,7 +30,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def trend_of(root: Path, thresholds: Path | None = THRESHOLDS, seed: int = 0) -> dict[str, Any]:
     from pytest_sys1cal.dataset import load_dataset
-    from pytest_sys1cal.trend import TrendInputs, build_trend
+    from pytest_sys1cal.versions.trend import TrendInputs, build_trend
 
     inputs = TrendInputs("jev", root, load_dataset("sys1cal-v1"), thresholds, seed, environ={})
     return build_trend(inputs)
@@ -261,10 +261,12 @@ def test_the_command_imports_no_pytest_vcrpy_or_httpx(root: Path, tmp_path: Path
     assert done.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("module", ["replay.py", "trend.py", "commands/trend.py", "analysis/trend.py"])
+@pytest.mark.parametrize(
+    "module", ["versions/replay.py", "versions/trend.py", "commands/trend.py", "analysis/trend.py"]
+)
 def test_the_replay_and_the_trend_import_no_glue(module: str) -> None:
     glue = {"pytest", "_pytest", "vcr", "httpx"} | {
-        f"pytest_sys1cal.{m}" for m in ("options", "advice", "plugin", "run", "collect")
+        f"pytest_sys1cal.{m}" for m in ("options", "plugin", "run", "session")
     }
     found = [
         f"{name} (line {line})"
@@ -275,7 +277,7 @@ def test_the_replay_and_the_trend_import_no_glue(module: str) -> None:
 
 
 def test_versions_sort_naturally() -> None:
-    from pytest_sys1cal.replay import natural_key
+    from pytest_sys1cal.versions.replay import natural_key
 
     given = ["jev-1.13.0", "jev-1.9.0", "jev-1.13.0-rc1", "jev-2.0.0", "jev-1.10.0"]
     assert sorted(given, key=natural_key) == ["jev-1.9.0", "jev-1.10.0", "jev-1.13.0", "jev-1.13.0-rc1", "jev-2.0.0"]

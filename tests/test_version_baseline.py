@@ -92,7 +92,7 @@ def test_a_version_baseline_reads_the_same_cassettes_as_that_versions_own_run(ro
     """The replay outside pytest builds the report a run of that version writes (the pinned golden report)."""
     from pytest_sys1cal.dataset import load_dataset
     from pytest_sys1cal.models import make_adapter
-    from pytest_sys1cal.replay import open_version, replay_folder, version_report
+    from pytest_sys1cal.versions.replay import open_version, replay_folder, version_report
     from tests.reports import golden
 
     dataset = load_dataset("sys1cal-v1")

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .compare import COLUMNS
+from .paired import COLUMNS
 from .primitives import ovl
 
 

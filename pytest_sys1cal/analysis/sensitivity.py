@@ -30,7 +30,7 @@ def spread(values: np.ndarray, latent_ids: np.ndarray) -> dict[str, Any]:
 
 def per_problem_spread(values: np.ndarray, latent_ids: np.ndarray) -> tuple[Clusters, np.ndarray, np.ndarray]:
     """(clusters, mean pairwise |Δ|, max |Δ|) of each latent problem, NaN where it has fewer than 2 renderings.
-    The threshold rule's bootstrap reweights these per-problem values (analysis/threshold_rule.py).
+    The threshold rule's bootstrap reweights these per-problem values (gates/thresholds_rule.py).
 
     The mean over the K(K−1)/2 unordered pairs is the Gini mean difference: with the cluster's values
     sorted, Σ_{i<j} (x_(j) − x_(i)) = Σ_i (2i − K − 1)·x_(i) (i = 1..K), so no pair is ever formed.

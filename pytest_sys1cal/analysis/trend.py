@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..vocabulary import PRIMITIVES
-from .compare import COLUMNS
+from .paired import COLUMNS
 from .primitives import ovl
 from .stats import Clusters
 

@@ -9,12 +9,12 @@ import hashlib
 import sys
 from pathlib import Path
 
-from ..analysis.public_vs_fresh import CONTAMINATION_RESAMPLES, DEFAULT_STRATA, check_contamination
-from ..analysis.public_vs_fresh_sides import PUBLIC_DATASET, ContaminationError
+from ..analysis.contamination import CONTAMINATION_RESAMPLES, DEFAULT_STRATA, check_contamination
+from ..analysis.contamination_sides import PUBLIC_DATASET, ContaminationError
 from ..dataset import DatasetError, resolve_path
 from ..errors import EXIT_INPUT
+from ..report.contamination_text import format_check
 from ..report.json_report import dumps
-from ..report.public_vs_fresh_text import format_check
 from ..report_file import ReportError, read_report
 
 

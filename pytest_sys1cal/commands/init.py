@@ -17,7 +17,7 @@ from .. import __version__
 from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, ShippedError
 from ..errors import EXIT_INPUT, InputError
 from ..models import BUILTIN_ADAPTERS
-from ..project_files import Project, files, ini_snippet, next_steps
+from .project_files import Project, files, ini_snippet, next_steps
 
 # A version names a cassette folder and goes into YAML and shell lines: keep it to characters safe in all three.
 VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..analysis.sample_size import DEFAULT_SIGMA_DELTA, DEFAULT_SIGMA_W, DESIGNS, PowerError, plan_power
+from ..analysis.power import DEFAULT_SIGMA_DELTA, DEFAULT_SIGMA_W, DESIGNS, PowerError, plan_power
 from ..argtypes import open_probability
 from ..errors import EXIT_INPUT
 from ..report.json_report import dumps
-from ..report.sample_size_text import format_plan
+from ..report.power_text import format_plan
 from ..report_file import ReportError, read_report
 from ..vocabulary import PRIMITIVES
 

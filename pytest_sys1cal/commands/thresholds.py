@@ -1,5 +1,5 @@
 """`python -m pytest_sys1cal thresholds REPORT.json`: a thresholds.yaml section computed from a saved JSON
-report by the shipped file's rule (analysis/threshold_rule.py), printed ready to append with `>>`.
+report by the shipped file's rule (gates/thresholds_rule.py), printed ready to append with `>>`.
 
 Appending is checked against the thresholds file it is meant for (`--file`, default thresholds.yaml here
 when it exists; read, never written): a model that already has a section gets one version's block to go
@@ -22,11 +22,11 @@ from typing import Any
 import yaml
 
 from .. import __version__
-from ..analysis.threshold_rule import DEFAULT_RESAMPLES, MIN_RESAMPLES, RuleResult, threshold_rule
 from ..errors import EXIT_INPUT, InputError
 from ..gates.config import parse_thresholds
 from ..gates.schema import SECTIONS, ThresholdsError
-from ..report.thresholds_section import SETTINGS, Shape, render_section, rule_header
+from ..gates.thresholds_rule import DEFAULT_RESAMPLES, MIN_RESAMPLES, RuleResult, threshold_rule
+from ..report.thresholds_text import SETTINGS, Shape, render_section, rule_header
 from ..report_file import ReportError, read_report
 
 FROM_REPORT = object()  # `--version` given without a name: the report's version

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..trend import TrendInputs, build_trend
+    from ..versions.trend import TrendInputs, build_trend
 
     try:
         inputs = TrendInputs(

@@ -44,7 +44,8 @@ def evaluate_regression(
 
     Raises BaselineError when the baseline is not a report, was computed on another dataset, or has a
     different number of repeats per rendering."""
-    from ..analysis.compare import ComparisonError, Margin, compare_reports
+    from ..analysis.compare import Margin, compare_reports
+    from ..analysis.paired import ComparisonError
 
     config = thresholds.regression if isinstance(thresholds, Thresholds) else thresholds or RegressionConfig()
     check_baseline(baseline_report, (report.get("dataset") or {}).get("sha256"), baseline_name)

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..cassettes import EXTENSION_KEY, INTERACTION_KEY
 from ..dataset import Rendering
 from ..errors import MeasurementError
 from ..models.base import ModelAdapter, WireRequest, WireResponse
 from ..results import ResultRow
-from ..vcr_store import save_cassette
+from ..store.cassette import EXTENSION_KEY, INTERACTION_KEY
+from ..store.vcrpy_side import save_cassette
 from .plan import CostMeter, dollars, estimate_tokens, reported_input_tokens
 from .policy import NEVER_UP_ATTEMPTS, RETRY_STATUSES, SLOW_DOWN_STATUSES, Limits, backoff, retry_after_seconds
 from .transport import AsyncCassetteTransport, to_vcr_request

@@ -10,9 +10,9 @@ import httpx
 from vcr.cassette import Cassette
 from vcr.request import Request as VcrRequest
 
-from ..cassettes import EXTENSION_KEY, INTERACTION_KEY, recorded_headers
 from ..models.base import is_success
-from ..vcr_store import replay
+from ..store.cassette import EXTENSION_KEY, INTERACTION_KEY, recorded_headers
+from ..store.vcrpy_side import replay
 
 
 def play_or_miss(cassette: Cassette, vcr_request: VcrRequest, can_record: bool) -> httpx.Response | None:

@@ -1,4 +1,4 @@
-"""The threshold rule (analysis/threshold_rule.py): its measured values are the analysis's, its SEs are those of
+"""The threshold rule (gates/thresholds_rule.py): its measured values are the analysis's, its SEs are those of
 re-running the analysis on resampled latent problems, it reproduces the shipped file's measured sections, and
 its λ gate follows the valid test with a 2-SE margin."""
 
@@ -17,16 +17,16 @@ import yaml
 from pytest_sys1cal.analysis import analyze
 from pytest_sys1cal.analysis.items import aggregate_items
 from pytest_sys1cal.analysis.stats import Clusters
-from pytest_sys1cal.analysis.threshold_rule import (
+from pytest_sys1cal.gates.evaluate import evaluate
+from pytest_sys1cal.gates.kinds import KINDS, Gate
+from pytest_sys1cal.gates.schema import RegressionConfig, Thresholds
+from pytest_sys1cal.gates.thresholds_rule import (
     CHOICE_GATES,
     PRIMITIVE_GATES,
     _weighted_median,
     outward_limit,
     threshold_rule,
 )
-from pytest_sys1cal.gates.evaluate import evaluate
-from pytest_sys1cal.gates.kinds import KINDS, Gate
-from pytest_sys1cal.gates.schema import RegressionConfig, Thresholds
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden"

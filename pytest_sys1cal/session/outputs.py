@@ -19,14 +19,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError
-from .files import cannot_create_in, write_atomic
-from .vocabulary import RED, REPORT_SCHEMA, Line
+from ..errors import InputError
+from ..files import cannot_create_in, write_atomic
+from ..vocabulary import RED, REPORT_SCHEMA, Line
 
 if TYPE_CHECKING:
-    from .options import Settings
-    from .redact import Redactor
-    from .run_report import Baseline, Report
+    from ..options import Settings
+    from ..redact import Redactor
+    from ..run_report import Baseline, Report
 
 # (what, the option that named it, its path, how to draw it)
 Document = tuple[str, str, Path, Callable[[], str]]
@@ -61,7 +61,7 @@ class Outputs:
     def check(self) -> None:
         """Refuse, before any item runs, an output path that cannot hold the file or would destroy an input."""
         if self.settings.html is not None:
-            from .report.html import check_available
+            from ..report.html import check_available
 
             check_available()
         seen: dict[Path, str] = {_key(self.junitxml): "--junitxml"} if self.junitxml else {}
@@ -111,13 +111,13 @@ class Outputs:
         return lines
 
     def _documents(self, report: Report, baseline: Baseline | None) -> list[Document]:
-        from .report.json_report import dumps
+        from ..report.json_report import dumps
 
         documents: list[Document] = []
         if self.settings.report is not None:
             documents.append(("JSON report", "--sys1cal-report", self.settings.report, lambda: dumps(report.data)))
         if self.settings.html is not None:
-            from .report.html import render_html
+            from ..report.html import render_html
 
             def page() -> str:
                 return render_html(report.data, baseline.report if baseline else None)
@@ -146,7 +146,7 @@ class Outputs:
 
     def _append_summary(self, path: Path, data: Mapping[str, Any], redactor: Redactor) -> list[Line]:
         """On GitHub Actions, the tables and gates also go to the job's summary page, as Markdown."""
-        from .report.markdown import summary_markdown
+        from ..report.markdown import summary_markdown
 
         text = redactor.markup(summary_markdown(data, html=self.settings.html, environ=os.environ))
         try:
@@ -165,7 +165,7 @@ def beside(path: Path) -> Path:
 
 def _complete(path: Path) -> bool:
     """Whether `path` holds a report (JSON or HTML) of a run that went through its selection."""
-    from .report.html import INTERRUPTED_MARK
+    from ..report.html import INTERRUPTED_MARK
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -181,7 +181,7 @@ def _complete(path: Path) -> bool:
 
 
 def _dataset_path(spec: str) -> Path | None:
-    from .dataset import resolve_path
+    from ..dataset import resolve_path
 
     try:
         return resolve_path(spec)[1]

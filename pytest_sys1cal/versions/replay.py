@@ -14,16 +14,16 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from .cassette_folder import CassetteFolder, restore_from_git
-from .dataset import Dataset, Rendering
-from .errors import InputError, MeasurementError
-from .gates.schema import Thresholds
-from .manifest import MANIFEST
-from .measure import Measurer
-from .models.base import ModelAdapter
-from .redact import Redactor
-from .results import ResultRow
-from .run_report import Report, RunFacts, build_report
+from ..dataset import Dataset, Rendering
+from ..errors import InputError, MeasurementError
+from ..gates.schema import Thresholds
+from ..measure import Measurer
+from ..models.base import ModelAdapter
+from ..redact import Redactor
+from ..results import ResultRow
+from ..run_report import Report, RunFacts, build_report
+from ..store.folder import CassetteFolder, restore_from_git
+from ..store.manifest import MANIFEST
 
 # Called after each rendering with (renderings done, renderings in all).
 Progress = Callable[[int, int], None]

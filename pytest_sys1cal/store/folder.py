@@ -1,7 +1,7 @@
 """One model version's cassette folder, ``<root>/<model>/<version>``, and its life: where each rendering's
 cassette is, the manifest (read and validated on every run, written when a recording starts and when it
 ends), the checks a run must pass before any item runs, and what a recording may touch. The file format
-itself is cassettes.py's (and vcrpy's, in vcr_store.py)."""
+itself is store/cassette.py's (and vcrpy's, in store/vcrpy_side.py)."""
 
 from __future__ import annotations
 
@@ -12,20 +12,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .bundled import REFERENCE_MODEL, REFERENCE_VERSION, reference_cassettes
-from .cassettes import Scrubber
-from .dataset import Dataset, Rendering
-from .errors import InputError
-from .files import write_atomic
-from .folder_lock import FolderLock
+from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, reference_cassettes
+from ..dataset import Dataset, Rendering
+from ..errors import InputError
+from ..files import write_atomic
+from ..questions import ALL_QUESTIONS
+from ..redact import strip_userinfo
+from ..vocabulary import MANIFEST_SCHEMA, RECORD_MODES
+from .cassette import Scrubber
+from .lock import FolderLock
 from .manifest import MANIFEST, after_recording, new_manifest, read_manifest
-from .questions import ALL_QUESTIONS
-from .redact import strip_userinfo
-from .vocabulary import MANIFEST_SCHEMA, RECORD_MODES
 
 if TYPE_CHECKING:
-    from .redact import Redactor
-    from .results import ResultRow
+    from ..redact import Redactor
+    from ..results import ResultRow
 
 RECORDING_REPEATS = 10
 

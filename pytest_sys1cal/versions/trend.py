@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..dataset import Dataset
+from ..errors import InputError, MeasurementError
+from ..gates.regression import BaselineError, evaluate_regression
+from ..gates.rows import GateRow, Outcome, outcome
+from ..gates.schema import Thresholds
+from ..models import BUILTIN_ADAPTERS, make_adapter
+from ..vocabulary import BOOTSTRAP_RESAMPLES, PRIMITIVES, RECALIBRATION_SPLITS, Verdict
 from .baseline import averaged_repeats
-from .dataset import Dataset
-from .errors import InputError, MeasurementError
-from .gates.regression import BaselineError, evaluate_regression
-from .gates.rows import GateRow, Outcome, outcome
-from .gates.schema import Thresholds
-from .models import BUILTIN_ADAPTERS, make_adapter
 from .replay import open_version, recorded_dataset, recorded_versions, replay_folder, replayed_repeats, version_report
-from .vocabulary import BOOTSTRAP_RESAMPLES, PRIMITIVES, RECALIBRATION_SPLITS, Verdict
 
 SCHEMA = "sys1cal-trend/1"
 
@@ -87,7 +87,7 @@ def build_trend(
 def _thresholds(inputs: TrendInputs, version: str) -> Thresholds | None:
     if inputs.thresholds is None:
         return None
-    from .gates.config import load_thresholds
+    from ..gates.config import load_thresholds
 
     return load_thresholds(inputs.thresholds, inputs.model, version)
 
@@ -137,7 +137,7 @@ def _version(inputs: TrendInputs, version: str, progress: Progress | None) -> tu
 
 def _summary(data: Mapping[str, Any], result: Outcome, gates: tuple[GateRow, ...], seed: int) -> dict[str, Any]:
     """The row's numbers, read from the version's report (mean OVL exactly as its run reports it)."""
-    from .analysis.trend import mean_ovl_intervals
+    from ..analysis.trend import mean_ovl_intervals
 
     intervals = mean_ovl_intervals(data["items"], seed=seed)
     for prim in PRIMITIVES:  # the point estimate is Table 1's, to the last digit
@@ -178,7 +178,7 @@ def _step(inputs: TrendInputs, old: str, new: str, reports: Mapping[str, Replaye
         )
     except BaselineError as exc:
         return {**step, "reason": str(exc)}
-    from .gates.evaluate import unmeasured_fails
+    from ..gates.evaluate import unmeasured_fails
 
     counts = data["counts"]
     rows = rows if counts["failed"] or counts["renderings"] < len(inputs.dataset.renderings) else unmeasured_fails(rows)

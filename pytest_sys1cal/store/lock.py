@@ -20,7 +20,7 @@ import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import InputError
+from ..errors import InputError
 
 LOCK_NAME = ".recording.lock"
 

@@ -8,12 +8,12 @@ import os
 import shlex
 from pathlib import Path
 
-from .cassette_folder import CassetteFolder, folders_under, restore_from_git
-from .dataset import BUNDLED, Dataset, Rendering
-from .models.base import ModelAdapter
+from ..dataset import BUNDLED, Dataset, Rendering
+from ..models.base import ModelAdapter
+from ..options import Settings, argument
+from ..redact import strip_userinfo
+from ..store.folder import CassetteFolder, folders_under, restore_from_git
 from .node_ids import node_id
-from .options import Settings, argument
-from .redact import strip_userinfo
 
 
 class Advice:

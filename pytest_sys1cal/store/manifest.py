@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .dataset import Dataset
-from .errors import InputError
-from .questions import ALL_QUESTIONS
-from .redact import strip_userinfo
-from .vocabulary import MANIFEST_SCHEMA
+from ..dataset import Dataset
+from ..errors import InputError
+from ..questions import ALL_QUESTIONS
+from ..redact import strip_userinfo
+from ..vocabulary import MANIFEST_SCHEMA
 
 if TYPE_CHECKING:
-    from .results import ResultRow
+    from ..results import ResultRow
 
 MANIFEST = "manifest.json"
 SOURCES = ("recorded", "reconstructed", "mixed")

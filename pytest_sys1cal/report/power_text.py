@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis.sample_size import SMALL
+from ..analysis.power import SMALL
 from ..analysis.saved_report import model_and_version
 from .table import aligned
 

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
+from ..errors import usage_errors
+from ..recording.engine import Engine
+from ..recording.plan import Plan, duration, make_plan
+from ..recording.policy import Limits
 from .collect import renderings_of, renderings_of_nodeids
-from .errors import usage_errors
-from .recording.engine import Engine
-from .recording.plan import Plan, duration, make_plan
-from .recording.policy import Limits
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
-    from .measure import Measurer
-    from .models.base import ModelAdapter
-    from .options import Settings
-    from .redact import Redactor
+    from ..dataset import Dataset
+    from ..measure import Measurer
+    from ..models.base import ModelAdapter
+    from ..options import Settings
+    from ..redact import Redactor
 
 PROGRESS_EVERY = 10.0  # seconds between progress lines
 

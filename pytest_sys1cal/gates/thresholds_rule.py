@@ -31,16 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from ..gates.kinds import Bound, kinds_in
+from ..analysis.calibration import BINS, equal_width_bins
+from ..analysis.items import ItemTable, aggregate_items
+from ..analysis.latent import ROUNDING
+from ..analysis.primitives import primitive_probabilities
+from ..analysis.sensitivity import per_problem_spread
+from ..analysis.stats import Clusters
+from ..analysis.student_t import t_ppf
+from ..analysis.swap import first_position_share
 from ..vocabulary import PRIMITIVES
-from .calibration import BINS, equal_width_bins
-from .items import ItemTable, aggregate_items
-from .latent import ROUNDING
-from .primitives import primitive_probabilities
-from .sensitivity import per_problem_spread
-from .stats import Clusters
-from .student_t import t_ppf
-from .swap import first_position_share
+from .kinds import Bound, kinds_in
 
 STEP = 0.005  # limits are rounded outwards to a multiple of this
 SES = 2.0  # how many standard errors a limit sits from the measured value

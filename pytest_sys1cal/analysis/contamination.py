@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..vocabulary import LABELS, PRIMITIVES
-from .compare import holm
-from .public_vs_fresh_sides import (
+from .contamination_sides import (
     FILLS_EVERY_CELL,
     MIN_FRESH_PER_CELL,
     ContaminationError,
@@ -22,6 +21,7 @@ from .public_vs_fresh_sides import (
     resolve_exclusions,
     strata_keys,
 )
+from .paired import holm
 from .stats import percentile_interval
 
 CONTAMINATION_RESAMPLES = 2000

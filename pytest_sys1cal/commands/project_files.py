@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .bundled import REFERENCE_MODEL, REFERENCE_VERSION, model_section, preamble, shipped_thresholds
+from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, model_section, preamble, shipped_thresholds
 
 WORKFLOW = ".github/workflows/sys1cal.yml"
 # Reports each CI run writes, uploaded as artifacts (the job summary links the HTML one).

@@ -9,9 +9,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from .dataset import Dataset, Rendering
-from .errors import InputError
-from .options import argument
+from ..dataset import Dataset, Rendering
+from ..errors import InputError
+from ..options import argument
 
 SUITE = "sys1cal"  # the node id of the collector holding the items, where a test file's path would stand
 

@@ -15,15 +15,15 @@ from vcr.request import Request as VcrRequest
 from vcr.serialize import serialize
 from vcr.serializers import jsonserializer
 
-from .cassettes import CassetteMiss
-from .files import write_atomic
+from ..files import write_atomic
+from .cassette import CassetteMiss
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from .cassette_folder import CassetteFolder
-    from .dataset import Rendering
-    from .models.base import WireRequest
+    from ..dataset import Rendering
+    from ..models.base import WireRequest
+    from .folder import CassetteFolder
 
 
 class AtomicPersister:

@@ -1,4 +1,4 @@
-"""A thresholds.yaml section as text, from the threshold rule's result (analysis/threshold_rule.py): every
+"""A thresholds.yaml section as text, from the threshold rule's result (gates/thresholds_rule.py): every
 limit with its measured value and SE in a comment, every gate left out with the reason, ready to paste or to
 append to a thresholds file with `>>`. Which shape to print (a model's section, or one version's block under
 a model's section that already exists) is the caller's choice (commands/thresholds.py), made against the
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from ..analysis.threshold_rule import SES, STEP, LambdaRule, Limit, RuleResult
 from ..gates.schema import DEFAULT_ALPHA, DEFAULT_DROP, DEFAULT_RESAMPLES, LAMBDA_FLAGS
+from ..gates.thresholds_rule import SES, STEP, LambdaRule, Limit, RuleResult
 from ..vocabulary import PRIMITIVES
 
 SETTINGS = ("decisions", "regression")

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..vocabulary import LABELS, PRIMITIVES
-from .compare import COLUMNS, ComparisonError, pair_reports, per_repeat, per_repeat_ovl, within_variance
+from .paired import COLUMNS, ComparisonError, pair_reports, per_repeat, per_repeat_ovl, within_variance
 from .saved_report import dataset_sha, model_source, rendering_ovl
 from .stats import Clusters
 from .student_t import t_ppf

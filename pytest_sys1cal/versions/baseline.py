@@ -11,14 +11,17 @@ runs, so a baseline that cannot be compared stops the run at once. VALUE is, in 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .cassette_folder import reference_root
-from .dataset import Dataset
-from .errors import MeasurementError
-from .gates.regression import BaselineError, check_baseline
-from .models.base import ModelAdapter
+from ..dataset import Dataset
+from ..errors import MeasurementError
+from ..gates.regression import BaselineError, check_baseline
+from ..models.base import ModelAdapter
+from ..report_file import ReportError, read_report
+from ..run_report import Baseline
+from ..store.folder import reference_root
 from .replay import (
     is_version_name,
     open_version,
@@ -27,13 +30,23 @@ from .replay import (
     replay_folder,
     version_report,
 )
-from .report_file import ReportError, read_report
-from .run_report import Baseline
-
-if TYPE_CHECKING:
-    from .options import Settings
 
 OPTION = "--sys1cal-baseline"
+
+
+@dataclass(frozen=True)
+class BaselineRequest:
+    """What resolving a baseline needs of the run, as plain values (not the pytest session's): the option's
+    raw value, the model, where its versions are recorded (and whether that is the default cassette root),
+    and how the run's analysis is seeded and sized."""
+
+    value: str
+    model: str
+    cassettes: Path
+    default_cassettes: bool
+    seed: int
+    bootstrap: int
+    recalibration_splits: int
 
 
 def load_baseline(path: str | Path) -> dict[str, Any]:
@@ -50,7 +63,7 @@ def averaged_repeats(report: dict[str, Any] | Any) -> int:
 
 
 def resolve_baseline(
-    settings: Settings,
+    request: BaselineRequest,
     *,
     version: str,
     dataset: Dataset,
@@ -60,16 +73,15 @@ def resolve_baseline(
     """This run's baseline from the raw option value (see the module's docstring). `version` is this run's
     model version; `adapter_for(v)` makes the adapter of version v; a relative path is read from
     `invocation_dir`. Raises BaselineError (a usage error) when the baseline cannot be compared."""
-    value = settings.baseline
-    assert value is not None
+    value = request.value
     path = Path(value).expanduser()
     path = path if path.is_absolute() else invocation_dir / path
     if path.is_file():
         return saved_baseline(path, dataset.sha256)
-    model = settings.model
-    # The bundled reference set stands in for a project's missing jev-1.13.0 folder here too (cassette_folder.py).
-    root = reference_root(settings.cassettes, model, value, "none", default_root=settings.default_cassettes)
-    root = root or settings.cassettes
+    model = request.model
+    # The bundled reference set stands in for a project's missing jev-1.13.0 folder here too (store/folder.py).
+    root = reference_root(request.cassettes, model, value, "none", default_root=request.default_cassettes)
+    root = root or request.cassettes
     versions = recorded_versions(root, model)
     if not is_version_name(value) or value not in versions:
         folder_note = f"{path} is a folder, not a saved report; " if path.is_dir() else ""
@@ -85,7 +97,7 @@ def resolve_baseline(
             f"{OPTION}={value} is this run's own version: a version compared with itself shows nothing. Name "
             f"another recorded version of {model} (recorded: {others}) or a saved JSON report"
         )
-    return version_baseline(value, settings, dataset, adapter_for(value), root)
+    return version_baseline(value, request, dataset, adapter_for(value), root)
 
 
 def saved_baseline(path: Path, dataset_sha256: str) -> Baseline:
@@ -96,11 +108,13 @@ def saved_baseline(path: Path, dataset_sha256: str) -> Baseline:
     return Baseline(report, str(path))
 
 
-def version_baseline(version: str, settings: Settings, dataset: Dataset, adapter: ModelAdapter, root: Path) -> Baseline:
+def version_baseline(
+    version: str, request: BaselineRequest, dataset: Dataset, adapter: ModelAdapter, root: Path
+) -> Baseline:
     """Another recorded version (under the cassette `root`) replayed offline over the whole dataset, with this
     run's seed, into the report a run of it would write; refused when it was recorded on another dataset or
     does not replay completely."""
-    folder = open_version(root, settings.model, version, adapter)
+    folder = open_version(root, request.model, version, adapter)
     name, sha256 = recorded_dataset(folder)
     if sha256 != dataset.sha256:
         raise BaselineError(
@@ -124,9 +138,9 @@ def version_baseline(version: str, settings: Settings, dataset: Dataset, adapter
         rows,
         dataset,
         None,
-        seed=settings.seed,
-        bootstrap=settings.bootstrap,
-        recalibration_splits=settings.recalibration_splits,
+        seed=request.seed,
+        bootstrap=request.bootstrap,
+        recalibration_splits=request.recalibration_splits,
     )
     check_baseline(report.data, dataset.sha256, f"{OPTION}={version}")
     return Baseline(report.data, version)

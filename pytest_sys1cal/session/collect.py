@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from .dataset import Dataset, Rendering
-from .errors import MeasurementError
-from .gates.rows import GateRow, passes
-from .measure import Measurer
+from ..dataset import Dataset, Rendering
+from ..errors import MeasurementError
+from ..gates.rows import GateRow, passes
+from ..measure import Measurer
+from ..results import ResultRow
 from .node_ids import SUITE, item_name
-from .results import ResultRow
 
 MARKER = "sys1cal: a Sys1Cal benchmark rendering (added automatically by pytest-sys1cal)"
 # A gate as a test outcome (gates/rows.py decides): passed; failed (FAILED, inconclusive, or not measured

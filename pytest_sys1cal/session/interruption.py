@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .vocabulary import RED, Line
+from ..vocabulary import RED, Line
 
 NODEID = "sys1cal::interrupted"
 PROPERTY = "sys1cal_interrupted"
@@ -121,7 +121,7 @@ class Interruption:
 
     def junit_text(self, report_data: dict[str, Any] | None, ran: int) -> str | None:
         """The sentence JUnit XML carries for this run, or None when the run and its end went through."""
-        from .report.interrupted import interrupted_line
+        from ..report.interrupted import interrupted_line
 
         texts = [interrupted_line(report_data) if report_data else self.unreported(ran)]
         if self.finishing:

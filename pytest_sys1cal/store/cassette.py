@@ -1,6 +1,6 @@
 """The cassette file format: one vcrpy JSON cassette per rendering (the folder that holds them and its
-manifest: cassette_folder.py). Replay reads a cassette as plain JSON (`Recorded`); vcrpy's objects and
-matchers (vcr_store.py) and the HTTP transports that record (recording/transport.py) are imported only when
+manifest: store/folder.py). Replay reads a cassette as plain JSON (`Recorded`); vcrpy's objects and
+matchers (store/vcrpy_side.py) and the HTTP transports that record (recording/transport.py) are imported only when
 a run needs them, so a replay pays for neither. ``vcr.use_cassette(path, serializer="json")`` reads every file.
 """
 
@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .errors import MeasurementError
+from ..errors import MeasurementError
 
 if TYPE_CHECKING:
     from vcr.request import Request as VcrRequest
 
-    from .redact import Redactor
+    from ..redact import Redactor
 
 EXTENSION_KEY = "sys1cal_cassette"
 INTERACTION_KEY = "sys1cal_interaction"

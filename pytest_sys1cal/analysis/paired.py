@@ -1,0 +1,209 @@
+"""What every comparison of two reports shares (the upgrade gate, trend, power, contamination): the report
+item columns per primitive, pairing two reports' renderings, the per-repeat samples and their within-item
+variance, and Holm's step-down correction. Knows nothing of pytest or of thresholds.yaml."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from .items import LEVEL_VALUES, score_expectation
+from .primitives import ovl
+
+# Per primitive: the report item column holding the repeat mean, and the sample key of one repeat.
+COLUMNS = {"noul": ("p_noul", "noul"), "choice": ("p_choice", "choice"), "score": ("mu_score", "score")}
+
+
+class ComparisonError(InputError):
+    """The two reports cannot be compared (different repeat counts, nothing matched, not a report)."""
+
+
+def holm(p_values: Sequence[float] | np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Holm's step-down procedure (family-wise error ≤ alpha under any dependence).
+
+    Returns (reject, level, adjusted): whether each hypothesis is rejected, the level α/(m − k) it was
+    tested at (k = its 0-based rank by p-value; ties keep input order), and the Holm-adjusted p-value
+    max_{j ≤ k} min(1, (m − j)·p_(j)). reject[i] ⇔ adjusted[i] ≤ alpha.
+    """
+    p = np.asarray(p_values, dtype=float)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    ranks = np.empty(m, dtype=int)
+    ranks[order] = np.arange(m)
+    level = alpha / (m - ranks)
+    adjusted_sorted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    adjusted = np.empty(m)
+    adjusted[order] = adjusted_sorted
+    # Step down: reject the smallest p-values while each is within its level; stop at the first that is not.
+    within = p[order] <= level[order]
+    stop = int(np.argmin(within)) if not within.all() else m
+    reject = np.zeros(m, dtype=bool)
+    reject[order[:stop]] = True
+    return reject, level, adjusted
+
+
+@dataclass(frozen=True)
+class Paired:
+    """The renderings measured in both reports, sorted by instance_id."""
+
+    instance_id: list[str]
+    latent_ids: np.ndarray
+    p_star: np.ndarray
+    new: dict[str, np.ndarray]  # primitive → repeat-mean probability (NaN where not asked)
+    base: dict[str, np.ndarray]
+    new_repeats: dict[str, np.ndarray | None]  # primitive → (n, r) per-repeat probabilities, or None
+    base_repeats: dict[str, np.ndarray | None]
+    family: list[str | None]  # of each rendering, for the per-family Δ (None in a report without it)
+    repeats: int
+    only_in_new: int
+    only_in_baseline: int
+
+
+def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
+    """Match the items of two reports on instance_id. Raises ComparisonError when they cannot be compared."""
+    new_items = _items_by_id(new, "the new report")
+    base_items = _items_by_id(baseline, "the baseline report")
+    shared = sorted(new_items.keys() & base_items.keys())
+    if not shared:
+        raise ComparisonError(
+            f"no rendering is in both reports ({len(new_items)} in the new one, {len(base_items)} in the "
+            "baseline): compare runs of the same dataset"
+        )
+    wrong_latent = [
+        i for i in shared if new_items[i].get("latent_instance_id") != base_items[i].get("latent_instance_id")
+    ]
+    if wrong_latent:
+        raise ComparisonError(
+            f"{len(wrong_latent)} matched renderings belong to different latent problems in the two reports "
+            f"(first: {wrong_latent[0]}): they were not computed on the same dataset"
+        )
+    new_r = _repeat_count(new, [new_items[i] for i in shared], "this run")
+    base_r = _repeat_count(baseline, [base_items[i] for i in shared], "the baseline")
+    # What is compared is the mean over all the model repeats behind each value: samples × repeats per sample.
+    new_avg, base_avg = new_r * _per_answer(new), base_r * _per_answer(baseline)
+    if new_avg != base_avg:
+        raise ComparisonError(
+            f"the baseline averages {base_avg} repeat{'s' if base_avg != 1 else ''} per rendering and this run "
+            f"{new_avg}: the OVL of a repeat mean depends on the number of repeats (averaging more repeats removes "
+            "noise, so the same model scores higher), so only recordings averaging as many repeats compare"
+        )
+    new_rows = [new_items[i] for i in shared]
+    base_rows = [base_items[i] for i in shared]
+    return Paired(
+        instance_id=shared,
+        latent_ids=np.asarray([new_items[i]["latent_instance_id"] for i in shared], dtype=str),
+        p_star=np.asarray([float(new_items[i]["p_star"]) for i in shared]),
+        new={prim: _column(new_rows, column) for prim, (column, _) in COLUMNS.items()},
+        base={prim: _column(base_rows, column) for prim, (column, _) in COLUMNS.items()},
+        new_repeats=per_repeat(new_rows, new_r) if _per_answer(new) == 1 else dict.fromkeys(COLUMNS),
+        base_repeats=per_repeat(base_rows, base_r) if _per_answer(baseline) == 1 else dict.fromkeys(COLUMNS),
+        family=[new_items[i].get("family") for i in shared],
+        repeats=new_avg,
+        only_in_new=len(new_items.keys() - base_items.keys()),
+        only_in_baseline=len(base_items.keys() - new_items.keys()),
+    )
+
+
+def _items_by_id(report: Mapping[str, Any], what: str) -> dict[str, Mapping[str, Any]]:
+    items = report.get("items") if isinstance(report, Mapping) else None
+    if not isinstance(items, list):
+        raise ComparisonError(f"{what} has no items[] (not a sys1cal report, or one written without items)")
+    out: dict[str, Mapping[str, Any]] = {}
+    for item in items:
+        if not isinstance(item, Mapping) or "instance_id" not in item or "p_star" not in item:
+            raise ComparisonError(f"{what} has an item without instance_id or p_star")
+        if item["instance_id"] in out:
+            raise ComparisonError(f"{what} lists rendering {item['instance_id']} twice")
+        out[item["instance_id"]] = item
+    return out
+
+
+def _repeat_count(report: Mapping[str, Any], items: list[Mapping[str, Any]], what: str) -> int:
+    counts = {int(item["repeats"]) for item in items if item.get("repeats") is not None}
+    if len(counts) > 1:
+        raise ComparisonError(
+            f"{what} has renderings with different repeat counts ({', '.join(map(str, sorted(counts)))}); "
+            "the OVL of a repeat mean depends on the number of repeats, so it cannot be compared item by item"
+        )
+    if counts:
+        return counts.pop()
+    if isinstance(report.get("repeats"), int):
+        return int(report["repeats"])
+    raise ComparisonError(f"{what} does not say how many repeats each rendering has")
+
+
+def _per_answer(report: Mapping[str, Any]) -> int:
+    """Model repeats averaged into each of a report's samples (10 for cassettes rebuilt from published means)."""
+    value = report.get("repeats_per_answer")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+
+
+def _column(items: list[Mapping[str, Any]], key: str) -> np.ndarray:
+    return np.asarray([np.nan if item.get(key) is None else float(item[key]) for item in items])
+
+
+def per_repeat(items: list[Mapping[str, Any]], repeats: int) -> dict[str, np.ndarray | None]:
+    """Per primitive: (n, r) per-repeat probabilities (Score: μ of each repeat's distribution), NaN where
+    missing; None when no item carries that primitive's samples or there is a single repeat (then the
+    repeat noise cannot be estimated). One pass over the samples for all primitives."""
+    if repeats < 2:
+        return dict.fromkeys(COLUMNS)
+    keys = [sample_key for _, sample_key in COLUMNS.values()]
+    found: dict[str, tuple[list[int], list[int], list[Any]]] = {key: ([], [], []) for key in keys}
+    for i, item in enumerate(items):
+        for k, sample in enumerate((item.get("samples") or [])[:repeats]):
+            if not isinstance(sample, dict):
+                continue
+            for key in keys:
+                value = sample.get(key)
+                if value is not None:
+                    rows, cols, values = found[key]
+                    rows.append(i)
+                    cols.append(k)
+                    values.append(value)
+    out: dict[str, np.ndarray | None] = {}
+    for prim, (_, key) in COLUMNS.items():
+        rows, cols, values = found[key]
+        out[prim] = _to_matrix(len(items), repeats, rows, cols, values, score=key == "score")
+    return out
+
+
+def _to_matrix(
+    n: int, repeats: int, rows: list[int], cols: list[int], values: list[Any], *, score: bool
+) -> np.ndarray | None:
+    if not values:
+        return None
+    if score:
+        try:
+            q = np.asarray(values, dtype=float).reshape(len(values), -1)
+        except ValueError:  # ragged distributions: not a 10-level Score
+            return None
+        if q.shape[1] != LEVEL_VALUES.size:
+            return None
+        with np.errstate(invalid="ignore", divide="ignore"):
+            flat = score_expectation(q) / q.sum(axis=1)
+    else:
+        flat = np.asarray(values, dtype=float)
+    out = np.full((n, repeats), np.nan)
+    out[rows, cols] = flat
+    return out
+
+
+def within_variance(values: np.ndarray | None, rows: np.ndarray) -> float | None:
+    """Mean over items of the sample variance across repeats (σ_w²), on the selected rows."""
+    if values is None:
+        return None
+    sub = values[rows]
+    complete = np.sum(~np.isnan(sub), axis=1) >= 2
+    if not complete.any():
+        return None
+    return float(np.mean(np.nanvar(sub[complete], axis=1, ddof=1)))
+
+
+def per_repeat_ovl(per_repeat_p: np.ndarray | None, p_star: np.ndarray) -> np.ndarray | None:
+    """(n, r) per-repeat OVL = 1 − |p − p*| from per-repeat probabilities."""
+    return None if per_repeat_p is None else ovl(per_repeat_p, p_star[:, None])
