@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .names import ALLOWED, is_plain_name
 from .vocabulary import SCORE_LEVELS
 
 PARALLEL_SUFFIX = "__parallel_primitives"
@@ -147,6 +148,16 @@ def _check_unique(
         )
 
 
+def _plain(where: str, key: str, value: str) -> str:
+    """A field that names a cassette's folder (family) or file (instance id): a plain name, never a path."""
+    if not is_plain_name(value):
+        raise DatasetError(
+            f"{where}: field '{key}' = {value!r}: it names a cassette's folder or file "
+            f"(<cassette root>/<model>/<version>/<family>/<instance id>.json), so it must be a plain name: {ALLOWED}"
+        )
+    return value
+
+
 def _parse_line(path: Path, number: int, text: str, rubrics: dict[tuple[str, ...], tuple[str, ...]]) -> Rendering:
     where = f"{path}:{number}"
     try:
@@ -165,7 +176,7 @@ def _parse_line(path: Path, number: int, text: str, rubrics: dict[tuple[str, ...
             raise DatasetError(f"{where}: field '{prefix}{key}' has the wrong type ({type(value).__name__})")
         return value
 
-    instance_id = field("instance_id", str)
+    instance_id = _plain(where, "instance_id", field("instance_id", str))
     latent = field("latent_instance_id", str)
     if not instance_id.startswith(latent):
         raise DatasetError(
@@ -189,7 +200,7 @@ def _parse_line(path: Path, number: int, text: str, rubrics: dict[tuple[str, ...
     return Rendering(
         instance_id=instance_id,
         latent_instance_id=latent,
-        family=field("family", str),
+        family=_plain(where, "family", field("family", str)),
         representation=field("representation", str),
         p_star=float(gold["True"]),
         proposition=field("proposition", str),

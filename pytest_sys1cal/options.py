@@ -19,6 +19,7 @@ import pytest
 
 from .argtypes import non_negative_float, non_negative_int, positive_float, positive_int
 from .dataset import BUNDLED
+from .names import NotAName, check_name
 from .vocabulary import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS, RECORD_MODES
 
 THRESHOLDS_FILE = "thresholds.yaml"
@@ -251,6 +252,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     where = placement(config)
     values = {option.field: _resolve(config, option, where) for option in OPTIONS}
     values["default_cassettes"] = values["cassettes"] == where.rootpath / BY_FIELD["cassettes"].default
+    _check_names(values)
     given = values["thresholds"]
     if given is None:
         default = where.rootpath / THRESHOLDS_FILE
@@ -258,6 +260,23 @@ def resolve_settings(config: pytest.Config) -> Settings:
     elif not given.is_file():
         raise pytest.UsageError(f"{flag('thresholds')}: {given} does not exist")
     return Settings(**values)
+
+
+# The options whose value becomes part of a path (names.py): why, as their refusal says it.
+NAMED = {
+    "model": "a model names its folder under the cassette root (<cassette root>/<model>)",
+    "model_version": "a version names its cassette folder (<cassette root>/<model>/<version>)",
+}
+
+
+def _check_names(values: dict[str, Any]) -> None:
+    """A model or version that is not a plain name is refused before anything is read or written."""
+    for field, why in NAMED.items():
+        if values[field] is not None:
+            try:
+                check_name(values[field], flag(field), why)
+            except NotAName as exc:
+                raise pytest.UsageError(str(exc)) from None
 
 
 def _resolve(config: pytest.Config, option: Option, where: Placement) -> Any:

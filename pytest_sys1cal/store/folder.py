@@ -16,6 +16,7 @@ from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, reference_cassettes
 from ..dataset import Dataset, Rendering
 from ..errors import InputError
 from ..files import write_atomic
+from ..names import check_name
 from ..questions import ALL_QUESTIONS
 from ..redact import strip_userinfo
 from ..vocabulary import MANIFEST_SCHEMA, RECORD_MODES
@@ -67,6 +68,13 @@ def reference_root(root: Path, model: str, version: str, record_mode: str, *, de
     return reference if reference is not None and reference.resolve() != root.resolve() else None
 
 
+def _check_names(model: str, version: str) -> None:
+    """A model or version that is a path would put the folder elsewhere: ``x/../v`` into another version's
+    folder, ``../..`` outside the cassette root (names.py)."""
+    check_name(model, "model", "a model names its folder under the cassette root")
+    check_name(version, "model version", "a version names its cassette folder (<cassette root>/<model>/<version>)")
+
+
 class CassetteFolder:
     """The folder of one model version. ``record_mode`` is the run's; a folder opened ``read_only`` (the
     bundled reference set) refuses every recording whatever the mode."""
@@ -83,6 +91,7 @@ class CassetteFolder:
     ):
         if record_mode not in RECORD_MODES:
             raise InputError(f"record mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
+        _check_names(model, version)  # before anything is read or written
         self.root, self.model, self.version = root, model, version
         self.path = root / model / version
         self._prefix = str(self.path)

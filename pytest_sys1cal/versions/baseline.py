@@ -85,9 +85,11 @@ def resolve_baseline(
     versions = recorded_versions(root, model)
     if not is_version_name(value) or value not in versions:
         folder_note = f"{path} is a folder, not a saved report; " if path.is_dir() else ""
+        # A value that is not a plain name is never looked up as a folder (names.py): it would be a path.
+        named = f"no recorded version {value!r}" if is_version_name(value) else f"{value!r} is not a version name"
         listed = ", ".join(versions) or "none"
         raise BaselineError(
-            f"{OPTION}={value}: {folder_note}no file {path} and no recorded version {value!r} of model {model} "
+            f"{OPTION}={value}: {folder_note}no file {path}, and {named} of model {model} "
             f"under {root / model} (versions recorded there: {listed}). Give the path of a saved JSON report "
             f"(--sys1cal-report), which must exist, or one of those versions"
         )

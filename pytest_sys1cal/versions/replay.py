@@ -18,6 +18,7 @@ from ..dataset import Dataset, Rendering
 from ..errors import InputError, MeasurementError
 from ..gates.schema import Thresholds
 from ..measure import Measurer
+from ..names import ALLOWED, is_plain_name
 from ..models.base import ModelAdapter
 from ..redact import Redactor
 from ..results import ResultRow
@@ -46,8 +47,8 @@ def recorded_versions(root: Path, model: str) -> list[str]:
 
 
 def is_version_name(value: str) -> bool:
-    """Whether `value` can name a version folder (one path component, not . or ..)."""
-    return bool(value) and value not in (".", "..") and "/" not in value and "\\" not in value
+    """Whether `value` can name a version folder: a plain name (names.py), never a path."""
+    return is_plain_name(value)
 
 
 class ReplayAdvice:
@@ -72,7 +73,7 @@ def open_version(root: Path, model: str, version: str, adapter: ModelAdapter) ->
     `adapter` set to ask what was recorded (the manifest's settings). Raises VersionError when the folder has
     no manifest (InputError, from the manifest's reader, when the manifest is wrong)."""
     if not is_version_name(version):
-        raise VersionError(f"{version!r} is not a version name (one folder name under {root / model})")
+        raise VersionError(f"{version!r} is not a version name (one folder name under {root / model}: {ALLOWED})")
     folder = CassetteFolder(root, model, version, "none", Redactor(adapter.secrets), read_only=True)
     if folder.manifest is None:
         listed = ", ".join(recorded_versions(root, model)) or "none"
