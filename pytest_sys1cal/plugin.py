@@ -208,7 +208,9 @@ class ActiveRun:
         run = self.run
         text = run.interruption.junit_text(run.report.data if run.report else None, len(run.rows))
         if text:
-            mark_junit(config, run.redactor.text(text), str(run.dataset.path), self._log_hook(config))
+            from .report.escape import one_line
+
+            mark_junit(config, one_line(run.redactor.text(text)), str(run.dataset.path), self._log_hook(config))
 
     def _report_gates(self, config: pytest.Config) -> None:
         """Hand each gate to report plugins (JUnit XML writes it as a test case) as a test report; the

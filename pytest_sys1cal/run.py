@@ -25,6 +25,7 @@ from .models import BUILTIN_ADAPTERS, make_adapter
 from .models.base import ModelAdapter
 from .options import Settings
 from .redact import Redactor
+from .report.escape import one_line
 from .results import ResultRow
 from .run_report import Baseline, Report, RunFacts, build_report
 from .session.advice import Advice
@@ -115,11 +116,13 @@ class Sys1CalRun:
         )
         cassettes = f"{source}, {repeats_phrase(self.repeats, self.folder.repeats_per_answer)}"
         thresholds = self.thresholds.describe() if self.thresholds else "none (no thresholds.yaml)"
-        return self.redactor.text(
-            f"sys1cal: model {self.settings.model} {self.adapter.version} ({cassettes}); dataset {self.dataset.name} "
-            f"sha256 {self.dataset.sha256[:12]}… ({len(self.dataset.renderings)} renderings, "
-            f"{self.dataset.latent_problems} latent problems); record mode {self.settings.record_mode}; "
-            f"cassettes {self.folder.path}; seed {self.settings.seed}; thresholds {thresholds}"
+        return one_line(
+            self.redactor.text(
+                f"sys1cal: model {self.settings.model} {self.adapter.version} ({cassettes}); dataset {self.dataset.name} "
+                f"sha256 {self.dataset.sha256[:12]}… ({len(self.dataset.renderings)} renderings, "
+                f"{self.dataset.latent_problems} latent problems); record mode {self.settings.record_mode}; "
+                f"cassettes {self.folder.path}; seed {self.settings.seed}; thresholds {thresholds}"
+            )
         )
 
     def start_recording(self) -> str | None:
@@ -170,7 +173,8 @@ class Sys1CalRun:
                 lines += [(text, {}) for text in traceback.format_exc().splitlines()]
             else:
                 lines.append(("(run with -v for the traceback)", {}))
-        self.summary = [(self.redactor.text(text), markup) for text, markup in lines]
+        # Each entry one terminal line, whatever a server's words in it hold (report/escape.py).
+        self.summary = [(one_line(self.redactor.text(text)), markup) for text, markup in lines]
 
     def _facts(self) -> RunFacts:
         return RunFacts(

@@ -12,6 +12,7 @@ from .dataset import Dataset
 from .gates.margins import regression_notices
 from .gates.rows import GateRow, Outcome, outcome
 from .gates.schema import Thresholds
+from .report.escape import quoted
 from .report.json_report import report_document
 from .results import ResultRow, analysis_rows
 
@@ -161,8 +162,8 @@ def _notices(
     """What the user must know about this run's inputs, said in the terminal, the summary and the report."""
     notices = []
     if facts.server_model and facts.server_model != facts.version:
-        notices.append(
-            f"the server reported model {facts.server_model}, not the pinned {facts.version}: these answers are "
+        notices.append(  # the server's words quoted as such (escape.py), each renderer escapes them in turn
+            f"the server reported model {quoted(facts.server_model)}, not the pinned {facts.version}: these answers are "
             f"filed under {facts.version}"
         )
     if thresholds is not None and not thresholds.layers:

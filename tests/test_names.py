@@ -68,7 +68,9 @@ def test_a_version_that_is_a_path_is_refused_and_nothing_is_touched(
 ) -> None:
     dataset, root, server = recorded
     before, asked = tree_hashes(pytester.path), server.requests
-    result = record(pytester, server.url, dataset, root, f"--sys1cal-model-version={version}", "--sys1cal-record-mode=all")
+    result = record(
+        pytester, server.url, dataset, root, f"--sys1cal-model-version={version}", "--sys1cal-record-mode=all"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert [line for line in result.stderr.lines if line] == [
         f"ERROR: --sys1cal-model-version {version!r}: {WHY}: {ALLOWED}"

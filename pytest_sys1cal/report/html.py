@@ -13,13 +13,13 @@ import importlib.util
 import json
 import re
 from collections.abc import Mapping
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..files import write_atomic
 from ..vocabulary import PRIMITIVES, Verdict
+from .escape import html_text as escape  # markup and control characters: data (escape.py)
 from .gates import headline
 from .interrupted import interrupted_line, selected
 from .json_report import dumps

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .breakdown_tables import family_delta_table
+from .escape import markdown_text
 from .gates import comparison_table, gate_table, headline
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
@@ -22,14 +23,15 @@ def summary_markdown(
     model, dataset = result["model"], result["dataset"]
     kind, phrase = headline(result)
     verdict = f"{ICONS[kind]} {phrase}"
+    md = markdown_text  # every text from the report is data: a server's words, a file's name (escape.py)
     lines = [
-        f"### Sys1Cal calibration: {model['name']} {model['version']} — {verdict}",
+        f"### Sys1Cal calibration: {md(model['name'])} {md(model['version'])} — {verdict}",
         "",
-        f"{model['source']} cassettes, {result['repeats']} repeat(s), dataset {dataset['name']} "
+        f"{md(model['source'])} cassettes, {result['repeats']} repeat(s), dataset {md(dataset['name'])} "
         f"(sha256 `{dataset['sha256'][:12]}`), {measured(result)}.",
         "",
-        *(f"> **{text[:1].upper()}{text[1:]}**  " for text in [interrupted_line(result)] if text),
-        *(f"> **Notice:** {notice}  " for notice in result.get("notices", [])),
+        *(f"> **{md(text[:1].upper() + text[1:])}**  " for text in [interrupted_line(result)] if text),
+        *(f"> **Notice:** {md(notice)}  " for notice in result.get("notices", [])),
         *([""] if result.get("notices") or result.get("interrupted") else []),
     ]
     if html is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..vocabulary import P_FLOOR
+from .escape import markdown_text
 
 
 @dataclass(frozen=True)
@@ -57,13 +58,11 @@ def aligned(columns: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def markdown(table: Table) -> list[str]:
-    """The table as GitHub Markdown: bold title, header, rows (numbers right-aligned), notes in italics."""
-
-    def escape(cell: str) -> str:
-        return cell.replace("|", "\\|")
-
-    lines = [f"**{table.title}**", "", "| " + " | ".join(map(escape, table.columns)) + " |"]
+    """The table as GitHub Markdown: bold title, header, rows (numbers right-aligned), notes in italics. Every
+    text is data (escape.py): a cell may hold a family name from a dataset, a version, a server's words."""
+    escape = markdown_text
+    lines = [f"**{escape(table.title)}**", "", "| " + " | ".join(map(escape, table.columns)) + " |"]
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(table.columns) - 1)) + "|")
     lines += ["| " + " | ".join(escape(cell) for cell in row) + " |" for row in table.rows]
-    lines += [""] + [f"_{note}_  " for note in table.notes]
+    lines += [""] + [f"_{escape(note)}_  " for note in table.notes]
     return lines + [""]

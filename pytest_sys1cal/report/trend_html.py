@@ -5,9 +5,9 @@ header, the two tables and the figures of report/trend_figures.py. Same document
 from __future__ import annotations
 
 from collections.abc import Mapping
-from html import escape
 from typing import Any
 
+from .escape import html_text as escape  # markup and control characters: data (escape.py)
 from .html import figure_html, page, table_html
 from .trend_text import header, tables
 

@@ -14,6 +14,7 @@ from ..dataset import Dataset, Rendering
 from ..errors import MeasurementError
 from ..gates.rows import GateRow, passes
 from ..measure import Measurer
+from ..report.escape import one_line
 from ..results import ResultRow
 from .node_ids import SUITE, item_name
 
@@ -45,8 +46,8 @@ class Sys1CalItem(pytest.Item):
             self.sys1cal_result = self.measurer.measure(self.rendering)
         except MeasurementError as exc:
             self.sys1cal_result = ResultRow.failed(self.rendering, redact(str(exc)))
-            if exc.fatal:
-                self.session.shouldstop = redact(f"sys1cal: {exc}")
+            if exc.fatal:  # pytest prints it as the run's stop reason: one line, whatever the server said
+                self.session.shouldstop = one_line(redact(f"sys1cal: {exc}"))
             raise
         except Exception as exc:  # a bug: still counted as failed everywhere, and shown with its traceback
             self.sys1cal_result = ResultRow.failed(self.rendering, redact(f"{type(exc).__name__}: {exc}"))
@@ -56,8 +57,8 @@ class Sys1CalItem(pytest.Item):
         """A MeasurementError as one line; anything else as pytest's traceback (with --showlocals, --tb=…).
         Either is redacted: the terminal, the short summary and JUnit's `message` all read this."""
         redactor = self.measurer.folder.redactor
-        if isinstance(excinfo.value, MeasurementError):
-            return redactor.text(f"{self.rendering.instance_id}: {excinfo.value}")
+        if isinstance(excinfo.value, MeasurementError):  # one line: a server's error body may hold anything
+            return one_line(redactor.text(f"{self.rendering.instance_id}: {excinfo.value}"))
         return redactor.fields(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int, str]:

@@ -17,6 +17,7 @@ from ..errors import usage_errors
 from ..recording.engine import Engine
 from ..recording.plan import Plan, duration, make_plan
 from ..recording.policy import Limits
+from ..report.escape import one_line
 from .collect import renderings_of, renderings_of_nodeids
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class Recording:
 
     def say(self, text: str, **markup: bool) -> None:
         """A line of recording's own in the terminal, redacted."""
-        say(self.config, self.redactor.text(text), **markup)
+        say(self.config, one_line(self.redactor.text(text)), **markup)
 
     def make_engine(self, measurer: Measurer) -> Engine:
         """The sender factory handed to the Measurer."""

@@ -18,8 +18,8 @@ from ..dataset import Dataset, Rendering
 from ..errors import InputError, MeasurementError
 from ..gates.schema import Thresholds
 from ..measure import Measurer
-from ..names import ALLOWED, is_plain_name
 from ..models.base import ModelAdapter
+from ..names import ALLOWED, is_plain_name
 from ..redact import Redactor
 from ..results import ResultRow
 from ..run_report import Report, RunFacts, build_report
