@@ -313,6 +313,32 @@ def _parse_ini(option: Option, text: str) -> Any:
         raise pytest.UsageError(f"ini key {option.dest} = {text!r}: {exc}") from None
 
 
+# The files pytest and its plugins write (by the option's dest: its flag, and what pytest writes there), which
+# session/outputs.py refuses when they name one of the run's inputs. --basetemp is a folder pytest empties.
+PYTEST_OUTPUTS = {
+    "xmlpath": ("--junitxml", "its JUnit XML"),
+    "log_file": ("--log-file", "its log"),
+    "report_log": ("--report-log", "pytest-reportlog's report log"),
+    "resultlog": ("--resultlog", "its result log"),
+    "htmlpath": ("--html", "pytest-html's page"),
+    "basetemp": ("--basetemp", "its temporary files, emptying the folder first"),
+}
+
+
+def pytest_outputs(config: pytest.Config) -> dict[str, tuple[Path, str]]:
+    """{flag: (absolute path, what pytest writes there)} of each output of pytest's (or of an installed plugin's)
+    this run names. --log-file also reads the ini key log_file, as pytest does."""
+    found = {}
+    for dest, (name, what) in PYTEST_OUTPUTS.items():
+        value = config.getoption(dest, None)
+        if not value and dest == "log_file":
+            value = config.getini("log_file")
+        if value:
+            path = os.path.abspath(os.path.expanduser(os.path.expandvars(str(value))))
+            found[name] = (Path(path), what)
+    return found
+
+
 def active(config: pytest.Config) -> bool:
     """Whether this run asked for the benchmark (``--sys1cal``)."""
     return bool(config.getoption("sys1cal", False))
@@ -361,13 +387,22 @@ class Placement:
         value = getattr(value, "value", value)  # pytest 9 wraps values in ConfigValue
         return "" if value is None else str(value).strip()
 
+    def addopts(self) -> str:
+        """The ini file's ``addopts``, as one command-line string ('' when it has none)."""
+        value = (self.inicfg or {}).get("addopts")
+        value = getattr(value, "value", value)
+        if isinstance(value, list | tuple):
+            return shlex.join(str(v) for v in value)
+        return "" if value is None else " ".join(str(value).split())
+
 
 def placement(config: pytest.Config) -> Placement:
     """pytest picks its rootdir and ini file before plugins declare their options, so in
     ``--sys1cal-cassettes /ci/cas`` (a space, not ``=``) it takes ``/ci/cas`` for a test path too. Where that
     moved the rootdir or the ini file, the plugin reads its defaults (cassettes, thresholds.yaml) and its
     ``sys1cal_*`` ini keys from where pytest would have looked without that value, so the space and ``=`` forms
-    gate alike, and says so in a warning. Where the place cannot be worked out, the run stops instead."""
+    gate alike, and says so in a warning. Where that ini file holds ``addopts`` (which pytest then never applied:
+    a gate file, a marker, a plugin) or the place cannot be worked out, the run stops instead."""
     args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args]
     flags = {option.flag for option in OPTIONS} | {"--model"}
     spaced = [(arg, args[i + 1]) for i, arg in enumerate(args[:-1]) if arg in flags]
@@ -387,6 +422,13 @@ def placement(config: pytest.Config) -> Placement:
         )
     if (chosen.rootpath, chosen.inipath) == (ours.rootpath, ours.inipath):
         return ours  # nothing moved: pytest's own reading of its ini file (overrides included) stands
+    skipped = chosen.addopts()
+    if skipped:  # options pytest never applied (a gate file, a marker, -p …): the run cannot be what was meant
+        raise pytest.UsageError(
+            f"{given}: pytest also read the value as a test path and chose rootdir {ours.rootpath} (ini file "
+            f"{ours.inipath or 'none'}), so it never applied the addopts of {chosen.inipath} ({skipped}) and this run "
+            f"would not be the one configured there; write it with '=': {written}"
+        )
     config.issue_config_time_warning(
         pytest.PytestConfigWarning(
             f"{given}: pytest also read the value as a test path and chose rootdir {ours.rootpath} (ini file "

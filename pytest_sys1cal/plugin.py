@@ -48,6 +48,7 @@ def _option_taken(parser: pytest.Parser, flag: str) -> bool:
     return any(flag in option.names() for group in groups if group is not None for option in group.options)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's log file and other plugins' outputs are opened (outputs.py)
 def pytest_configure(config: pytest.Config) -> None:
     from .options import active, given_without_sys1cal
 

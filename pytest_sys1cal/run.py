@@ -23,7 +23,7 @@ from .gates.schema import Thresholds
 from .measure import Measurer
 from .models import BUILTIN_ADAPTERS, make_adapter
 from .models.base import ModelAdapter
-from .options import Settings
+from .options import Settings, pytest_outputs
 from .redact import Redactor
 from .report.escape import one_line
 from .results import ResultRow
@@ -47,7 +47,7 @@ class Sys1CalRun:
         registered = config.hook.pytest_sys1cal_adapters()
         self.redactor = Redactor(urls=[settings.base_url])  # every message leaves through it; the key comes next
         with usage_errors(self.redactor.text):
-            self.outputs = Outputs(settings, junitxml=getattr(config.option, "xmlpath", None) if controller else None)
+            self.outputs = Outputs(settings, pytest_outputs(config) if controller else None)
             if controller:
                 self.outputs.check()
             self.dataset: Dataset = load_dataset(settings.dataset)

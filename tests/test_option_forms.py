@@ -150,3 +150,30 @@ def test_where_pytest_cannot_be_asked_the_space_form_is_refused(
         ", so the plugin cannot tell where its defaults (thresholds.yaml, cassettes, sys1cal_* ini keys) are; write "
         f"it with '=': --sys1cal-thresholds={elsewhere}"
     )
+
+
+@pytest.mark.parametrize("ini", ["pytest.ini", "pyproject.toml"])
+def test_the_gate_file_in_addopts_is_not_lost_to_a_space(pytester: pytest.Pytester, tmp_path: Path, ini: str) -> None:
+    """Issue 25: with the gate file set in the ini file's addopts and the cassette root given with a space, pytest
+    takes its rootdir from the cassette root, never reads that ini file and so never applies its addopts: the run
+    said "this run gates nothing … 365 passed", exit 0. The space form must gate like the = form or stop."""
+    (pytester.path / "gates.yaml").write_text(FAILING, encoding="utf-8")
+    (pytester.path / "thresholds.yaml").unlink(missing_ok=True)
+    if ini == "pytest.ini":
+        pytester.makefile(".ini", pytest="[pytest]\naddopts = --sys1cal-thresholds=gates.yaml -ra\n")
+    else:
+        pytester.makefile(
+            ".toml", pyproject='[tool.pytest.ini_options]\naddopts = ["--sys1cal-thresholds=gates.yaml"]\n'
+        )
+    elsewhere = tmp_path / "ci" / "cassettes"
+    shutil.copytree(CASSETTES / "jev", elsewhere / "jev")
+    equals = run(pytester, False, "--sys1cal-cassettes", elsewhere)
+    assert equals.ret == pytest.ExitCode.TESTS_FAILED  # the = form: pytest applied addopts, the gate fails
+    equals.stdout.fnmatch_lines(["*noul.min_mean_ovl*FAILED*"])
+    space = run(pytester, True, "--sys1cal-cassettes", elsewhere)
+    assert space.ret == pytest.ExitCode.USAGE_ERROR  # never a run that gates less
+    (line,) = [line for line in space.stderr.lines if line]
+    assert line.startswith(f"ERROR: --sys1cal-cassettes {elsewhere}: pytest also read the value as a test path and ")
+    assert f"so it never applied the addopts of {pytester.path / ini} (--sys1cal-thresholds=gates.yaml" in line
+    assert line.endswith(f"write it with '=': --sys1cal-cassettes={elsewhere}")
+    assert "passed" not in space.stdout.str()

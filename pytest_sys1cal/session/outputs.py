@@ -33,17 +33,19 @@ Document = tuple[str, str, Path, Callable[[], str]]
 
 
 class Outputs:
-    """`junitxml`: pytest's --junitxml path, checked against the others (pytest writes it, not this class).
-    After `write`: `failed` when a file could not be written, `interrupted` when a Ctrl-C stopped the drawing."""
+    """`pytest_outputs`: {flag: (path, what)} of the files pytest and its plugins write (--junitxml, --log-file,
+    --report-log, pytest-html's --html, …; options.py finds them) and the folder --basetemp names, checked
+    against the inputs and the others like the plugin's own (pytest writes them, not this class). After
+    `write`: `failed` when a file could not be written, `interrupted` when a Ctrl-C stopped the drawing."""
 
-    def __init__(self, settings: Settings, junitxml: str | Path | None = None):
+    def __init__(self, settings: Settings, pytest_outputs: Mapping[str, tuple[Path, str]] | None = None):
         self.settings = settings
         self.files = {
             name: path
             for name, path in (("--sys1cal-report", settings.report), ("--sys1cal-html", settings.html))
             if path is not None
         }
-        self.junitxml = Path(os.path.abspath(junitxml)) if junitxml else None
+        self.pytest_outputs = dict(pytest_outputs or {})
         self.failed = False
         self.interrupted = False
 
@@ -64,22 +66,41 @@ class Outputs:
             from ..report.html import check_available
 
             check_available()
-        seen: dict[Path, str] = {_key(self.junitxml): "--junitxml"} if self.junitxml else {}
         inputs = {_key(path): name for name, path in self.inputs().items()}
+        self._check_pytest_outputs(inputs)
+        seen = {_key(path): name for name, (path, _) in self.pytest_outputs.items() if name != "--basetemp"}
         for name, path in self.files.items():
             key = _key(path)
             if key in seen:
                 raise InputError(f"{name} {path}: the same file as {seen[key]}; give each report its own path")
             seen[key] = name
-            clash = inputs.get(key) or next(
-                (n for k, n in inputs.items() if n == "--sys1cal-cassettes" and key.is_relative_to(k)), None
-            )
+            clash = _clash(key, inputs)
             if clash:
                 raise InputError(
                     f"{name} {path}: this file is also this run's {clash}, which writing the report would destroy; "
                     "write the report somewhere else"
                 )
             _check_writable(name, path)
+
+    def _check_pytest_outputs(self, inputs: dict[Path, str]) -> None:
+        """pytest's outputs are outputs too: one that names an input (or, --basetemp, a folder holding one) would
+        destroy it, as the plugin's own reports would, and is refused alike before anything is written."""
+        for name, (path, what) in self.pytest_outputs.items():
+            key = _key(path)
+            if name == "--basetemp":
+                inside = next(((k, n) for k, n in inputs.items() if k == key or k.is_relative_to(key)), None)
+                if inside:
+                    raise InputError(
+                        f"--basetemp {path}: this run's {inside[1]} ({inside[0]}) is in it, and pytest empties that "
+                        "folder for its temporary files; give --basetemp another folder"
+                    )
+                continue
+            clash = _clash(key, inputs)
+            if clash:
+                raise InputError(
+                    f"{name} {path}: this file is also this run's {clash}, which pytest would overwrite with {what}; "
+                    f"give {name} another path"
+                )
 
     def write(self, report: Report, baseline: Baseline | None, redactor: Redactor) -> list[Line]:
         """Write the JSON and HTML reports and append the job summary; one line per file written or not."""
@@ -178,6 +199,13 @@ def _complete(path: Path) -> bool:
     except ValueError:
         return False
     return isinstance(data, dict) and data.get("schema") == REPORT_SCHEMA and "interrupted" not in data
+
+
+def _clash(key: Path, inputs: Mapping[Path, str]) -> str | None:
+    """The input an output at `key` would destroy: that very file, or anything under the cassette root."""
+    return inputs.get(key) or next(
+        (n for k, n in inputs.items() if n == "--sys1cal-cassettes" and key.is_relative_to(k)), None
+    )
 
 
 def _dataset_path(spec: str) -> Path | None:
