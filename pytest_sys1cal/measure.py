@@ -39,6 +39,8 @@ class Sender(Protocol):
 
     def result(self, rendering: Rendering) -> ResultRow: ...
 
+    def forget(self, rendering: Rendering) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -78,6 +80,12 @@ class Measurer:
                 return sender.result(rendering)
         row = self._replay_exact(rendering) if not self.recording else None
         return row if row is not None else self._replay_matched(rendering)
+
+    def ask_again(self, rendering: Rendering) -> None:
+        """A rendering measured again in this run (its item rerun): a recording that failed is asked afresh,
+        not answered with the failure the sender remembers."""
+        if self.sender is not None:
+            self.sender.forget(rendering)
 
     def start_sender(self) -> Sender:
         if self.sender is None:

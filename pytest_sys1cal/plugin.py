@@ -158,17 +158,19 @@ class ActiveRun:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
         report = yield
-        result = getattr(item, "sys1cal_result", None)
-        if call.when == "call" and result is not None:
-            # Serialised with the report, so it reaches the xdist controller; compact, so that neither the
-            # wire nor the controller's memory carries more than the answers.
-            report.sys1cal = result.to_wire()
-            item.sys1cal_result = None  # type: ignore[attr-defined]
+        if call.when != "teardown":
+            from .session.collect import row_of
+
+            result = row_of(item, report, call)
+            if result is not None:
+                # Serialised with the report, so it reaches the xdist controller; compact, so that neither the
+                # wire nor the controller's memory carries more than the answers.
+                report.sys1cal = result.to_wire()
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         row = getattr(report, "sys1cal", None)
-        if self.controller and row is not None and report.when == "call":
+        if self.controller and row is not None and report.when in ("setup", "call"):
             from .results import ResultRow
 
             self.run.add_result(ResultRow.from_wire(row))

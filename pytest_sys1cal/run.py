@@ -95,6 +95,7 @@ class Sys1CalRun:
             sender=self.recording.make_engine if self.recording else None,
         )
         self.rows: list[ResultRow] = []
+        self._row_index: dict[str, int] = {}  # instance id → its place in rows
         self.report: Report | None = None
         self.summary: list[Line] = []
         self.finish_error: str | None = None
@@ -141,7 +142,13 @@ class Sys1CalRun:
         threading.Thread(target=_import_analysis, daemon=True).start()
 
     def add_result(self, row: ResultRow) -> None:
-        self.rows.append(row)
+        """One rendering's row. A rendering whose item ran again (pytest-rerunfailures, flaky) is counted once:
+        the later outcome replaces the earlier one, in the rendering's first place."""
+        index = self._row_index.setdefault(row.instance_id, len(self.rows))
+        if index == len(self.rows):
+            self.rows.append(row)
+        else:
+            self.rows[index] = row
 
     def finish(self) -> None:
         """Build the report, write its files and the manifest, and prepare the summary. Never raises: a

@@ -191,5 +191,5 @@ def test_the_helpers() -> None:
     assert markdown_text("<img src=x>|`y`*z*[a](b) $m$ ~s~ _e_ min_mean_ovl") == (
         "&lt;img src=x&gt;\\|\\`y\\`\\*z\\*\\[a\\](b) \\$m\\$ \\~s\\~ \\_e\\_ min_mean_ovl"
     )
-    assert quoted("jev-1.13.0") == "jev-1.13.0" and quoted("a b") == '"a b"'
+    assert quoted("jev-1.13.0") == "jev-1.13.0" and quoted("org/m:8b") == "org/m:8b" and quoted("a b") == "\"a b\""
     assert quoted("x" * 500).endswith('… (500 characters)"')

@@ -78,6 +78,20 @@ class Engine:
             except concurrent.futures.TimeoutError:
                 self.on_wait()
 
+    def forget(self, rendering: Rendering) -> None:
+        """Let a rendering whose recording failed be submitted again (its item rerun by a rerun plugin): the next
+        `submit` asks the server afresh. One that succeeded or is still on its way is kept."""
+        job = self._jobs.get(rendering.instance_id)
+        if job is None or not job.future.done() or job.future.exception() is None or self._closed:
+            return
+        del self._jobs[rendering.instance_id]
+        self.stats.jobs -= 1  # counted again when submitted; settled and failed belong to the loop's thread
+        self._loop.call_soon_threadsafe(self._uncount_failure)
+
+    def _uncount_failure(self) -> None:
+        self.stats.settled -= 1
+        self.stats.failed -= 1
+
     @property
     def finished(self) -> bool:
         return self.stats.settled == self.stats.jobs

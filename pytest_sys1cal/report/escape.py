@@ -77,13 +77,15 @@ def _inside_word(text: str, index: int) -> bool:
     return before.isalnum() and after.isalnum()
 
 
-def quoted(text: str, limit: int = 120) -> str:
-    """A server's word (the model id it reported) inside a sentence of the plugin's: as it is when it is a plain
-    name (names.py), else in JSON quotes and cut at `limit` characters, so that it reads as a quotation, never
-    as more of the plugin's sentence."""
-    from ..names import is_plain_name
+# What a model id is made of on the wires in use (jev-1.13.0, org/model, llama3:8b, name@rev): shown as it is.
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+:@/-]{0,119}")
 
-    if is_plain_name(text):
+
+def quoted(text: str, limit: int = 120) -> str:
+    """A server's word (the model id it reported) inside a sentence of the plugin's: as it is when it looks like
+    a model id, else in JSON quotes and cut at `limit` characters, so that it reads as a quotation, never as
+    more of the plugin's sentence."""
+    if _PLAIN_ID.fullmatch(text):
         return text
     cut = text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
     return json.dumps(cut, ensure_ascii=False)

@@ -35,6 +35,7 @@ class Sys1CalItem(pytest.Item):
         self.dataset_path = dataset_path
         # The result travels on this item's test report, so it reaches the xdist controller too.
         self.sys1cal_result: ResultRow | None = None
+        self.runs = 0  # how many times this item ran in this process (more than once: a rerun plugin)
         self.add_marker(mark)
         # -k also matches the dataset's own instance id and the latent problem's id.
         self.extra_keyword_matches.update({rendering.instance_id, rendering.latent_instance_id, rendering.family})
@@ -42,6 +43,9 @@ class Sys1CalItem(pytest.Item):
     def runtest(self) -> None:
         # Every message leaves through the run's redactor: a server may quote the key in its error.
         redact = self.measurer.folder.redactor.text
+        self.runs += 1
+        if self.runs > 1:  # run again (pytest-rerunfailures, flaky): a failed recording is asked afresh
+            self.measurer.ask_again(self.rendering)
         try:
             self.sys1cal_result = self.measurer.measure(self.rendering)
         except MeasurementError as exc:
@@ -119,6 +123,21 @@ def collect_suite(
     items = suite.collect()
     session.config.hook.pytest_collectreport(report=pytest.CollectReport(suite.nodeid, "passed", None, items))
     return items
+
+
+def row_of(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> ResultRow | None:
+    """The row a benchmark item's report carries: what it measured (its call), or, when its setup or call failed
+    without one (pytest-timeout's timeout, another plugin's hook or fixture), a failed row saying why, so the
+    rendering is counted as failed, never left out of the counts. None for anything else."""
+    if not isinstance(item, Sys1CalItem):
+        return None
+    row = item.sys1cal_result
+    if row is None and report.failed and call.when in ("setup", "call"):
+        why = call.excinfo.exconly() if call.excinfo is not None else f"{call.when} failed"
+        redact = item.measurer.folder.redactor.text
+        row = ResultRow.failed(item.rendering, one_line(redact(why.splitlines()[0] if why else why))[:500])
+    item.sys1cal_result = None
+    return row
 
 
 def renderings_of(items: Iterable[pytest.Item | None], measurer: Measurer) -> list[Rendering]:
