@@ -75,6 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = Settings.from_json(workerinput[WORKERINPUT_KEY])
         run = Sys1CalRun(config, settings, controller=False, repeats=workerinput["sys1cal_repeats"])
     config.stash[RUN_KEY] = run
+    run.signals.install()  # SIGTERM (CI cancelling the job) like the first Ctrl-C (session/signals.py)
     config.add_cleanup(redact_log_records(run.redactor))  # log records leave through the redactor too
     node_ids = take_node_ids(config.args, config.invocation_params.dir)  # on workers too: they re-parse the argv
     with usage_errors(run.redactor.text):
@@ -102,9 +103,13 @@ class XdistHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         from .options import WORKERINPUT_KEY
+        from .session.signals import worker_pid
 
         node.workerinput[WORKERINPUT_KEY] = self.run.settings.to_json()
         node.workerinput.update(self.run.workerinput())
+        pid = worker_pid(node)
+        if pid is not None:  # a SIGTERM is passed on to the workers, so they stop sending at once
+            self.run.signals.worker_pids.append(pid)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -181,6 +186,7 @@ class ActiveRun:
         if not self.controller:
             return
         run = self.run
+        run.signals.ending()
         if session.shouldfail:  # -x/--maxfail: pytest ends the loop without an interrupt
             run.interruption.stopped(f"-x/--maxfail: {session.shouldfail}")
         run.finish()

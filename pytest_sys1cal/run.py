@@ -31,6 +31,7 @@ from .run_report import Baseline, Report, RunFacts, build_report
 from .session.advice import Advice
 from .session.interruption import Interruption
 from .session.outputs import Outputs
+from .session.signals import SIGTERM, SignalStop, Terminated, signal_name
 from .store.folder import CassetteFolder, reference_root
 from .versions.baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
 from .vocabulary import RED, Line
@@ -100,6 +101,8 @@ class Sys1CalRun:
         self.summary: list[Line] = []
         self.finish_error: str | None = None
         self.interruption = Interruption()  # the collection's selection, and why the run stopped early
+        self.signals = SignalStop(worker=not controller)  # SIGTERM like Ctrl-C; installed by the plugin
+        self._recording_closed = False
 
     # ------------------------------------------------------------------ configure
 
@@ -154,7 +157,10 @@ class Sys1CalRun:
         """Build the report, write its files and the manifest, and prepare the summary. Never raises: a
         summary hook that raises loses pytest's own summary, so a failure here becomes a red line instead."""
         lines: list[Line] = []
+        self.signals.phase = "analysis"  # a SIGTERM now stops the analysis, as a second Ctrl-C does (signals.py)
         try:
+            if self.signals.skip_analysis:  # a second SIGTERM before the analysis began: end at once
+                raise Terminated(SIGTERM)
             self._close_recording()
             if not self.rows:
                 lines.append(self.interruption.nothing_ran())
@@ -168,9 +174,12 @@ class Sys1CalRun:
                 else:
                     seconds = time.perf_counter() - started
                     lines.append((f"analysis and reports of {len(self.rows)} renderings: {seconds:.2f} s", {}))
-        except KeyboardInterrupt:  # Ctrl-C (a second one, after an interrupted run) in the end-of-run work
+        except KeyboardInterrupt as exc:  # Ctrl-C (a second one, after an interrupted run) or SIGTERM in the work
+            self.signals.phase = "after"
+            self._close_recording_quietly()
+            self.interruption.signal = signal_name(exc)
             lines += self.interruption.analysis_stopped(len(self.rows))
-            lines += self.outputs.not_written("the analysis was interrupted (Ctrl-C)")
+            lines += self.outputs.not_written(f"the analysis was interrupted ({self.interruption.signal})")
         except Exception as exc:  # noqa: BLE001 - reported in the summary, with the traceback under -v
             import traceback
 
@@ -180,6 +189,7 @@ class Sys1CalRun:
                 lines += [(text, {}) for text in traceback.format_exc().splitlines()]
             else:
                 lines.append(("(run with -v for the traceback)", {}))
+        self.signals.phase = "after"
         # Each entry one terminal line, whatever a server's words in it hold (report/escape.py).
         self.summary = [(one_line(self.redactor.text(text)), markup) for text, markup in lines]
 
@@ -211,11 +221,19 @@ class Sys1CalRun:
         return str(self.settings.baseline or self.settings.thresholds or self.dataset.path), 1
 
     def _close_recording(self) -> None:
-        if self.recording is not None:
+        if self.recording is not None and not self._recording_closed:
             self.recording.close()
             self.folder.finish_recording(self.rows, self.repeats)
+            self._recording_closed = True
+
+    def _close_recording_quietly(self) -> None:
+        """The recording's end when the end-of-run work was stopped: cassettes finished are kept, and the
+        manifest says what was recorded (best effort: a second signal may land anywhere)."""
+        with contextlib.suppress(Exception, KeyboardInterrupt):
+            self._close_recording()
 
     def close(self) -> None:
+        self.signals.uninstall()
         if self.recording is not None:
             self.recording.close()
             self.folder.release()  # a recording that never reached finish() must not leave its lock

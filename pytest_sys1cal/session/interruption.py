@@ -82,6 +82,7 @@ class Interruption:
         self.selected: int | None = None
         self.reason: str | None = None
         self.finishing: str | None = None
+        self.signal = "Ctrl-C"  # what stopped the end-of-run work: "SIGTERM" when that did (signals.py)
 
     def stopped(self, reason: str) -> None:
         """The first reason given is the run's (a fatal error's stop, then pytest's Interrupted, says the same)."""
@@ -96,7 +97,7 @@ class Interruption:
     def drawing_stopped(self) -> Line:
         """Ctrl-C while the reports were drawn (outputs.py names the files left as they were)."""
         self.finishing = "drawing the reports"
-        return ("sys1cal: drawing the reports was interrupted (Ctrl-C); the gates above stand", RED)
+        return (f"sys1cal: drawing the reports was interrupted ({self.signal}); the gates above stand", RED)
 
     def analysis_stopped(self, ran: int) -> list[Line]:
         """Ctrl-C in the end-of-run analysis (a second one, when the run was interrupted before): how far the
@@ -105,7 +106,7 @@ class Interruption:
         stopped = self.unreported(ran)
         return [
             *([(stopped, RED)] if stopped else []),
-            ("sys1cal: the end-of-run analysis was interrupted (Ctrl-C): no gate was evaluated", RED),
+            (f"sys1cal: the end-of-run analysis was interrupted ({self.signal}): no gate was evaluated", RED),
         ]
 
     def unreported(self, ran: int) -> str | None:
@@ -125,7 +126,7 @@ class Interruption:
 
         texts = [interrupted_line(report_data) if report_data else self.unreported(ran)]
         if self.finishing:
-            texts.append(f"{self.finishing} was interrupted (Ctrl-C)")
+            texts.append(f"{self.finishing} was interrupted ({self.signal})")
         text = "; ".join(t for t in texts if t)
         return f"sys1cal: {text}" if text else None
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..files import cannot_create_in, write_atomic
 from ..vocabulary import RED, REPORT_SCHEMA, Line
+from .signals import signal_name
 
 if TYPE_CHECKING:
     from ..options import Settings
@@ -115,9 +116,10 @@ class Outputs:
             summary = os.environ.get("GITHUB_STEP_SUMMARY")
             if summary:
                 lines += self._append_summary(Path(summary), report.data, redactor)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             self.interrupted = True
-            lines += self.not_written("interrupted (Ctrl-C) while it was drawn", [d[2] for d in documents[done:]])
+            why = f"interrupted ({signal_name(exc)}) while it was drawn"
+            lines += self.not_written(why, [d[2] for d in documents[done:]])
         return [line for line in lines if line[0]]
 
     def not_written(self, why: str, paths: list[Path] | None = None) -> list[Line]:
