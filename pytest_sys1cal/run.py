@@ -37,9 +37,27 @@ from .versions.baseline import BaselineRequest, averaged_repeats, check_repeats,
 from .vocabulary import RED, Line
 
 
+class Rows(list[ResultRow]):
+    """The run's rows, one per rendering: a rendering whose item ran again (pytest-rerunfailures, flaky) is
+    counted once, its later outcome replacing the earlier one in the rendering's first place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._index: dict[str, int] = {}
+
+    def add(self, row: ResultRow) -> None:
+        index = self._index.setdefault(row.instance_id, len(self))
+        if index == len(self):
+            self.append(row)
+        else:
+            self[index] = row
+
+
 class Sys1CalRun:
     """`controller`: this process aggregates, gates and reports (no xdist, or xdist's controller). A worker
     builds only what measuring needs, with the repeats the controller decided (`workerinput`)."""
+
+    _recording_closed = False  # the recording's end was settled (finish, or a stopped finish)
 
     def __init__(self, config: pytest.Config, settings: Settings, *, controller: bool, repeats: int | None = None):
         self.config = config
@@ -95,14 +113,12 @@ class Sys1CalRun:
             advice=self.advice,
             sender=self.recording.make_engine if self.recording else None,
         )
-        self.rows: list[ResultRow] = []
-        self._row_index: dict[str, int] = {}  # instance id → its place in rows
+        self.rows = Rows()
         self.report: Report | None = None
         self.summary: list[Line] = []
         self.finish_error: str | None = None
         self.interruption = Interruption()  # the collection's selection, and why the run stopped early
         self.signals = SignalStop(worker=not controller)  # SIGTERM like Ctrl-C; installed by the plugin
-        self._recording_closed = False
 
     # ------------------------------------------------------------------ configure
 
@@ -145,13 +161,7 @@ class Sys1CalRun:
         threading.Thread(target=_import_analysis, daemon=True).start()
 
     def add_result(self, row: ResultRow) -> None:
-        """One rendering's row. A rendering whose item ran again (pytest-rerunfailures, flaky) is counted once:
-        the later outcome replaces the earlier one, in the rendering's first place."""
-        index = self._row_index.setdefault(row.instance_id, len(self.rows))
-        if index == len(self.rows):
-            self.rows.append(row)
-        else:
-            self.rows[index] = row
+        self.rows.add(row)
 
     def finish(self) -> None:
         """Build the report, write its files and the manifest, and prepare the summary. Never raises: a

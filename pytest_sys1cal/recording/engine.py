@@ -25,10 +25,28 @@ from .policy import Limits
 WAIT_SLICE = 0.25  # seconds an item waits between progress checks
 
 
+def forget_failed(engine: Engine, rendering: Rendering) -> None:
+    """Let a rendering whose recording failed be submitted again (its item rerun by a rerun plugin): the next
+    `submit` asks the server afresh. One that succeeded or is still on its way is kept."""
+    job = engine._jobs.get(rendering.instance_id)
+    if job is None or not job.future.done() or job.future.exception() is None or engine._closed:
+        return
+    del engine._jobs[rendering.instance_id]
+    engine.stats.jobs -= 1  # counted again when submitted; settled and failed belong to the loop's thread
+    engine._loop.call_soon_threadsafe(_uncount_failure, engine.stats)
+
+
+def _uncount_failure(stats: Stats) -> None:
+    stats.settled -= 1
+    stats.failed -= 1
+
+
 class Engine:
     """The asyncio engine on its background thread: the measurer's one sender. `submit` renderings (main
     thread, any order of calls, in item order), then `result` blocks for one, calling `on_wait` every
     WAIT_SLICE seconds while it waits (a progress line); `close` cancels whatever is left."""
+
+    forget = forget_failed  # a rendering whose item is rerun: its failed recording is asked afresh
 
     def __init__(self, measurer: Measurer, limits: Limits, on_wait: Callable[[], None] = lambda: None):
         self.measurer = measurer
@@ -77,20 +95,6 @@ class Engine:
                 return future.result(timeout=WAIT_SLICE)
             except concurrent.futures.TimeoutError:
                 self.on_wait()
-
-    def forget(self, rendering: Rendering) -> None:
-        """Let a rendering whose recording failed be submitted again (its item rerun by a rerun plugin): the next
-        `submit` asks the server afresh. One that succeeded or is still on its way is kept."""
-        job = self._jobs.get(rendering.instance_id)
-        if job is None or not job.future.done() or job.future.exception() is None or self._closed:
-            return
-        del self._jobs[rendering.instance_id]
-        self.stats.jobs -= 1  # counted again when submitted; settled and failed belong to the loop's thread
-        self._loop.call_soon_threadsafe(self._uncount_failure)
-
-    def _uncount_failure(self) -> None:
-        self.stats.settled -= 1
-        self.stats.failed -= 1
 
     @property
     def finished(self) -> bool:
