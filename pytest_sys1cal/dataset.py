@@ -79,6 +79,25 @@ def resolve_path(spec: str | Path) -> tuple[str, Path]:
     return path.stem, path
 
 
+def line_ending_hint(path: Path, expected_sha256: str) -> str:
+    """'' unless the file at `path` differs from the one whose sha256 is `expected_sha256` only in its line
+    endings (git's core.autocrlf rewrites them on checkout): then a clause that says so and how to undo it."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    crlf = b"\r\n" in data
+    other = data.replace(b"\r\n", b"\n") if crlf else data.replace(b"\n", b"\r\n")
+    if hashlib.sha256(other).hexdigest() != expected_sha256:
+        return ""
+    now, then, tool = ("CRLF", "LF", "dos2unix") if crlf else ("LF", "CRLF", "unix2dos")
+    return (
+        f" (the only difference is the line endings: this file has {now} line endings where the one recorded "
+        f"had {then}, as git's core.autocrlf makes on checkout; convert them back with {tool} {path}, or check "
+        f"the file out again after git config core.autocrlf false)"
+    )
+
+
 def _bundled_path(name: str) -> Path:
     from .bundled import bundled
 

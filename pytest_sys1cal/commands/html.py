@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
 from ..errors import EXIT_INPUT
-from ..report.html import HtmlUnavailable, check_available, write_html
+from ..report.html import INSTALL, HtmlUnavailable, check_available, write_html
 from ..report_file import ReportError, read_report
 
 
@@ -21,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("matplotlib") is None:  # this command's own words, not the pytest option's
+        print(f"error: html: drawing the HTML report needs matplotlib: {INSTALL}", file=sys.stderr)
+        return EXIT_INPUT
     try:
         check_available()
         report = read_report(args.report)

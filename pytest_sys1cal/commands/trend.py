@@ -112,6 +112,12 @@ def _check_outputs(args: argparse.Namespace) -> None:
         raise TrendError(f"--html and --markdown are the same file {args.html}; give each its own")
 
 
+def _replayed(done: int, total: int, failed: int) -> str:
+    """ "replayed 30/365 renderings (335 could not be: no cassette or a damaged one)": true to the folder."""
+    line = f"replayed {done - failed}/{total} renderings"
+    return f"{line} ({failed} could not be: no cassette or a damaged one)" if failed else line
+
+
 class _Progress:
     """One progress line on stderr: rewritten in place on a terminal, one line per version otherwise."""
 
@@ -120,31 +126,31 @@ class _Progress:
         self.live = stream.isatty()
         self.label = ""
         self.began = self.shown = time.perf_counter()
-        self.last = (0, 0)
+        self.last = (0, 0, 0)
 
     def started(self, version: str, index: int, count: int) -> None:
         self._close_line()
         self.label = f"trend: {version} ({index} of {count})"
         self.began = time.perf_counter()
 
-    def update(self, done: int, total: int) -> None:
-        self.last = (done, total)
+    def update(self, done: int, total: int, failed: int = 0) -> None:
+        self.last = (done, total, failed)
         now = time.perf_counter()
         if self.live and (now - self.shown > 0.1 or done == total):
             self.shown = now
-            self.stream.write(f"\r{self.label}: replayed {done}/{total} renderings")
+            self.stream.write(f"\r{self.label}: {_replayed(done, total, failed)}")
             self.stream.flush()
 
     def _close_line(self) -> None:
         """The finished version's line: what was replayed and how long it took with its analysis."""
         if not self.label:
             return
-        done, total = self.last
+        done, total, failed = self.last
         seconds = time.perf_counter() - self.began
-        what = f"replayed {done}/{total} renderings and analysed" if total else "not replayed"
+        what = f"{_replayed(done, total, failed)} and analysed" if total else "not replayed"
         self.stream.write(f"{chr(13) if self.live else ''}{self.label}: {what}, {seconds:.1f} s\n")
         self.stream.flush()
-        self.last = (0, 0)
+        self.last = (0, 0, 0)
 
     def finish(self) -> None:
         self._close_line()

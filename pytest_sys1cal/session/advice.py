@@ -13,6 +13,7 @@ from ..models.base import ModelAdapter
 from ..options import Settings, argument
 from ..redact import strip_userinfo
 from ..store.folder import CassetteFolder, folders_under, restore_from_git
+from ..store.lfs import ADVICE, is_pointer
 from .node_ids import node_id
 
 
@@ -110,6 +111,8 @@ class Advice:
         return f"{self.key}record it with: {self.command(mode, rendering)}"
 
     def damaged(self, rendering: Rendering, path: Path) -> str:
+        if is_pointer(path):  # neither restoring from git nor re-recording helps: the LFS objects do
+            return ADVICE
         if self.folder.reconstructed:
             return self.restore(path)
         return f"{self.restore(path)}, or {self.key}record it again with: {self.command('all', rendering)}"

@@ -13,15 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, reference_cassettes
-from ..dataset import Dataset, Rendering
+from ..dataset import Dataset, Rendering, line_ending_hint
 from ..errors import InputError
-from ..files import write_atomic
+from ..files import cannot_create_in, write_atomic
 from ..names import check_name
 from ..questions import ALL_QUESTIONS
 from ..redact import strip_userinfo
 from ..vocabulary import MANIFEST_SCHEMA, RECORD_MODES
 from .cassette import Scrubber
-from .lock import FolderLock
+from .lfs import check_not_lfs_pointers
+from .lock import LOCK_NAME, FolderLock
 from .manifest import MANIFEST, after_recording, new_manifest, read_manifest
 
 if TYPE_CHECKING:
@@ -66,6 +67,36 @@ def reference_root(root: Path, model: str, version: str, record_mode: str, *, de
         return None
     reference = reference_cassettes()
     return reference if reference is not None and reference.resolve() != root.resolve() else None
+
+
+def _check_files(folder: CassetteFolder, dataset: Dataset, advice: Advice) -> None:
+    """What the folder's files must be for this run: writable when recording, no Git LFS pointers where
+    cassettes will be read, recorded for this dataset."""
+    if folder.recording and not folder.read_only:
+        _check_writable(folder.path, advice)
+    if folder.record_mode == "all":
+        return
+    check_not_lfs_pointers(folder.path)
+    recorded_for = (folder.manifest or {}).get("dataset", {}).get("sha256")
+    if recorded_for is not None and recorded_for != dataset.sha256:
+        raise InputError(
+            f"{folder.path / MANIFEST}: these cassettes were recorded for dataset sha256 {recorded_for}, but "
+            f"{dataset.path} has sha256 {dataset.sha256}{line_ending_hint(dataset.path, recorded_for)}; use "
+            "the matching dataset, or another --sys1cal-cassettes folder"
+        )
+
+
+def _check_writable(path: Path, advice: Advice) -> None:
+    """A recording must be able to create files in its folder (or, not made yet, in the nearest folder above it
+    that exists): refused before anything is sent, in one line, rather than failing on the lock."""
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    why = "not a folder" if existing is not None and not existing.is_dir() else None
+    why = why or (cannot_create_in(existing, LOCK_NAME) if existing is not None else "no such folder")
+    if why:
+        raise InputError(
+            f"{path}: cannot record into it: no file can be created in {existing} ({why}); make it writable, or "
+            f"{advice.key}record into another cassette folder: {advice.record_elsewhere()}"
+        )
 
 
 def _check_names(model: str, version: str) -> None:
@@ -191,15 +222,7 @@ class CassetteFolder:
                 f"{self.path} holds {what}, which live answers must not be mixed into or overwrite. "
                 f"{instead[:1].upper()}{instead[1:]}"
             )
-        if self.manifest is None:
-            return
-        recorded_for = self.manifest["dataset"]["sha256"]
-        if recorded_for != dataset.sha256 and self.record_mode != "all":
-            raise InputError(
-                f"{manifest_path}: these cassettes were recorded for dataset sha256 {recorded_for}, but "
-                f"{dataset.path} has sha256 {dataset.sha256}; use the matching dataset, or another "
-                f"--sys1cal-cassettes folder"
-            )
+        _check_files(self, dataset, advice)
 
     # ------------------------------------------------------------------ recording
 

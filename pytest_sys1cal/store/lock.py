@@ -76,11 +76,10 @@ class FolderLock:
     def acquire(self) -> str | None:
         """Take the lock, or raise FolderLocked naming the recording that holds it and what to do. Returns a
         notice when it took over the lock of a recording that no longer runs, else None."""
-        self.folder.mkdir(parents=True, exist_ok=True)
         me = Holder.this_process()
         notice = None
         for _attempt in range(5):  # the lock may vanish or be replaced between two looks at it
-            if self._create(me):
+            if self._created(me):
                 self.held = me
                 return notice
             holder = self._read()
@@ -104,6 +103,18 @@ class FolderLock:
             with contextlib.suppress(OSError):
                 self.path.unlink()
         self.held = None
+
+    def _created(self, holder: Holder) -> bool:
+        """`_create`, a folder in which no file can be created (read-only, full) refused in one line."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            return self._create(holder)
+        except OSError as exc:
+            raise FolderLocked(
+                f"{self.folder}: cannot take the recording lock, no file can be created there "
+                f"({exc.strerror or type(exc).__name__}); make the folder writable or record into another one. "
+                "Nothing was sent"
+            ) from None
 
     def _create(self, holder: Holder) -> bool:
         """Create the lock with `holder` in it, atomically; False when it exists."""

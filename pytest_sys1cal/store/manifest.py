@@ -18,6 +18,7 @@ from ..errors import InputError
 from ..questions import ALL_QUESTIONS
 from ..redact import strip_userinfo
 from ..vocabulary import MANIFEST_SCHEMA
+from .lfs import ADVICE, LfsPointers, is_pointer
 
 if TYPE_CHECKING:
     from ..results import ResultRow
@@ -36,6 +37,8 @@ def read_manifest(path: Path, model: str, version: str) -> dict[str, Any] | None
         text = path.read_text(encoding="utf-8")
         manifest = json.loads(text)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
+        if is_pointer(path):
+            raise LfsPointers(f"{path}: {ADVICE}, then run this again") from None
         raise InputError(f"{path}: not a readable JSON manifest ({exc}); {_FIX}") from None
     if not isinstance(manifest, dict):
         raise InputError(f"{path}: expected a JSON object, found {type(manifest).__name__}; {_FIX}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..dataset import Dataset
+from ..dataset import Dataset, line_ending_hint
 from ..errors import MeasurementError
 from ..gates.regression import BaselineError, check_baseline
 from ..models.base import ModelAdapter
@@ -77,7 +77,7 @@ def resolve_baseline(
     path = Path(value).expanduser()
     path = path if path.is_absolute() else invocation_dir / path
     if path.is_file():
-        return saved_baseline(path, dataset.sha256)
+        return saved_baseline(path, dataset.sha256, request.model)
     model = request.model
     # The bundled reference set stands in for a project's missing jev-1.13.0 folder here too (store/folder.py).
     root = reference_root(request.cassettes, model, value, "none", default_root=request.default_cassettes)
@@ -102,11 +102,26 @@ def resolve_baseline(
     return version_baseline(value, request, dataset, adapter_for(value), root)
 
 
-def saved_baseline(path: Path, dataset_sha256: str) -> Baseline:
-    """The saved report at `path` as this run's baseline; it must come from the same dataset."""
+def saved_baseline(path: Path, dataset_sha256: str, model: str | None = None) -> Baseline:
+    """The saved report at `path` as this run's baseline: a complete run's report (not an interrupted one, which
+    describes part of its selection) of this run's `model`, on the same dataset."""
     name = f"{OPTION} {path}"
     report = load_baseline(path)
     check_baseline(report, dataset_sha256, name)
+    stopped = report.get("interrupted")
+    if stopped:
+        raise BaselineError(
+            f"{name}: the report of an interrupted run ({stopped.get('reason')}: {stopped.get('measured')} of "
+            f"{stopped.get('selected')} selected renderings measured), which describes only part of its run; "
+            "compare with a complete run's report (one written beside it, e.g. report.json beside "
+            "report.interrupted.json) or a recorded version"
+        )
+    theirs = (report.get("model") or {}).get("name")
+    if model is not None and theirs != model:
+        raise BaselineError(
+            f"{name}: a report of model {theirs!r}, and this run measures {model!r}; the upgrade gate compares two "
+            f"versions of one model: give a report of {model}, or a recorded version of it"
+        )
     return Baseline(report, str(path))
 
 
@@ -121,7 +136,8 @@ def version_baseline(
     if sha256 != dataset.sha256:
         raise BaselineError(
             f"{OPTION}={version}: its cassettes ({folder.path}) were recorded for dataset {name} sha256 {sha256}, "
-            f"this run's dataset {dataset.name} has sha256 {dataset.sha256}; a paired comparison needs the same "
+            f"this run's dataset {dataset.name} has sha256 {dataset.sha256}"
+            f"{line_ending_hint(dataset.path, sha256)}; a paired comparison needs the same "
             "renderings: run on the dataset it was recorded for (--sys1cal-dataset), or name another baseline"
         )
     try:

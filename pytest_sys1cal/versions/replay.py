@@ -24,10 +24,12 @@ from ..redact import Redactor
 from ..results import ResultRow
 from ..run_report import Report, RunFacts, build_report
 from ..store.folder import CassetteFolder, restore_from_git
+from ..store.lfs import ADVICE, is_pointer
 from ..store.manifest import MANIFEST
 
-# Called after each rendering with (renderings done, renderings in all).
-Progress = Callable[[int, int], None]
+# Called after each rendering with (renderings done, renderings in all, of those done how many failed: no
+# cassette, a damaged one), so a progress line can say how many were really replayed.
+Progress = Callable[[int, int, int], None]
 
 
 class VersionError(InputError):
@@ -43,6 +45,16 @@ def recorded_versions(root: Path, model: str) -> list[str]:
     """The versions of `model` recorded under the cassette root (folders holding a manifest), in version order."""
     folder = root / model
     found = [p.parent.name for p in folder.glob(f"*/{MANIFEST}")] if folder.is_dir() else []
+    return sorted(found, key=natural_key)
+
+
+def version_folders(root: Path, model: str) -> list[str]:
+    """Every version folder of `model` under the cassette root, in version order: those holding a manifest and
+    those holding cassettes without one (which a trend shows as not replayable, saying why, never leaves out)."""
+    folder = root / model
+    if not folder.is_dir():
+        return []
+    found = [p.name for p in folder.iterdir() if p.is_dir() and ((p / MANIFEST).is_file() or any(p.glob("*/*.json")))]
     return sorted(found, key=natural_key)
 
 
@@ -65,7 +77,7 @@ class ReplayAdvice:
         )
 
     def damaged(self, rendering: Rendering, path: Path) -> str:
-        return restore_from_git(path)
+        return ADVICE if is_pointer(path) else restore_from_git(path)
 
 
 def open_version(root: Path, model: str, version: str, adapter: ModelAdapter) -> CassetteFolder:
@@ -79,7 +91,8 @@ def open_version(root: Path, model: str, version: str, adapter: ModelAdapter) ->
         listed = ", ".join(recorded_versions(root, model)) or "none"
         raise VersionError(
             f"{folder.path / MANIFEST}: no such manifest, so {folder.path} is not a recorded version of {model} "
-            f"(versions recorded under {root / model}: {listed})"
+            f"(versions recorded under {root / model}: {listed}); restore its manifest.json from version control, "
+            "or re-record the folder"
         )
     adapter.use_recorded_settings(folder.recorded_settings)
     return folder
@@ -105,12 +118,13 @@ def replay_folder(
     said without opening vcrpy); a fatal error (every rendering would fail alike) raises MeasurementError."""
     measurer = Measurer(adapter, folder, folder.questions, folder.repeats(None), advice=ReplayAdvice(folder))  # type: ignore[arg-type]
     rows: list[ResultRow] = []
-    total = len(dataset.renderings)
+    total, failed = len(dataset.renderings), 0
     try:
         for done, rendering in enumerate(dataset.renderings, start=1):
             rows.append(_replay_one(measurer, folder, rendering))
+            failed += rows[-1].error is not None
             if progress is not None:
-                progress(done, total)
+                progress(done, total, failed)
     finally:
         measurer.close()
     return rows

@@ -23,13 +23,13 @@ from ..gates.schema import Thresholds
 from ..models import BUILTIN_ADAPTERS, make_adapter
 from ..vocabulary import BOOTSTRAP_RESAMPLES, PRIMITIVES, RECALIBRATION_SPLITS, Verdict
 from .baseline import averaged_repeats
-from .replay import open_version, recorded_dataset, recorded_versions, replay_folder, replayed_repeats, version_report
+from .replay import open_version, recorded_dataset, replay_folder, replayed_repeats, version_folders, version_report
 
 SCHEMA = "sys1cal-trend/1"
 
-# (version, index, count) when a version starts, then (renderings done, renderings in all) as it replays.
+# (version, index, count) when a version starts, then (renderings done, in all, failed) as it replays.
 Started = Callable[[str, int, int], None]
-Progress = Callable[[int, int], None]
+Progress = Callable[[int, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def build_trend(
             f"--model {inputs.model}: not a built-in adapter ({', '.join(sorted(BUILTIN_ADAPTERS))}); the trend "
             "command runs outside pytest, where adapters registered by plugins are not loaded"
         )
-    versions = recorded_versions(inputs.root, inputs.model)
+    versions = version_folders(inputs.root, inputs.model)  # a folder without its manifest gets a row saying so
     if not versions:
         raise InputError(
             f"no recorded version of model {inputs.model} under {inputs.root / inputs.model} (a version is a folder "
