@@ -16,6 +16,24 @@ def positive_int(text: str) -> int:
     return value
 
 
+# The most samples per rendering a run asks: 10× the paper's 10 (the bundled set's 365 renderings × 100 repeats is
+# 36,500 requests). Past that the repeat noise of a rendering's mean is already far below its spread between
+# renderings, so more repeats buy nothing the gates can see (docs/recording.md); 1,000,000 is a typo.
+MAX_REPEATS = 100
+
+
+def repeat_count(text: str) -> int:
+    """--sys1cal-repeats: a whole number from 1 to MAX_REPEATS, refused before anything is priced or sent."""
+    value = positive_int(text)
+    if value > MAX_REPEATS:
+        raise argparse.ArgumentTypeError(
+            f"{value:,} repeats is more than the {MAX_REPEATS} a run may ask: each repeat asks every rendering again "
+            f"({value:,} × 365 = {value * 365:,} requests for the bundled dataset), and past {MAX_REPEATS} the "
+            "repeat noise is far below what the gates can see; ask at most that"
+        )
+    return value
+
+
 def non_negative_int(text: str) -> int:
     try:
         value = int(text)

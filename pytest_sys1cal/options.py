@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .argtypes import non_negative_float, non_negative_int, positive_float, positive_int
+from .argtypes import non_negative_float, non_negative_int, positive_float, positive_int, repeat_count
 from .dataset import BUNDLED
 from .names import NotAName, check_name
 from .vocabulary import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS, RECORD_MODES
@@ -70,8 +70,8 @@ OPTIONS = [
     ),
     Option(
         "--sys1cal-repeats",
-        "samples per rendering (default: the cassette manifest's when replaying, 10 when recording)",
-        type=positive_int,
+        "samples per rendering, at most 100 (default: the cassette manifest's when replaying, 10 when recording)",
+        type=repeat_count,
         metavar="N",
     ),
     Option(
