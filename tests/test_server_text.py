@@ -188,8 +188,9 @@ def test_the_helpers() -> None:
     assert one_line("a\r\nb\x1b[31m\u2028c\td") == "a\\r\\nb\\x1b[31m\\u2028c\\td"
     assert one_line("plain ≤ Δ ✅ text") == "plain ≤ Δ ✅ text"
     assert markdown_text("## x") == "\\## x" and markdown_text("1. x") == "1\\. x"
+    assert markdown_text("-0.161") == "-0.161" and markdown_text("- item") == "\\- item"
     assert markdown_text("<img src=x>|`y`*z*[a](b) $m$ ~s~ _e_ min_mean_ovl") == (
         "&lt;img src=x&gt;\\|\\`y\\`\\*z\\*\\[a\\](b) \\$m\\$ \\~s\\~ \\_e\\_ min_mean_ovl"
     )
-    assert quoted("jev-1.13.0") == "jev-1.13.0" and quoted("org/m:8b") == "org/m:8b" and quoted("a b") == "\"a b\""
+    assert quoted("jev-1.13.0") == "jev-1.13.0" and quoted("org/m:8b") == "org/m:8b" and quoted("a b") == '"a b"'
     assert quoted("x" * 500).endswith('… (500 characters)"')

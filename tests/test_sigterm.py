@@ -6,6 +6,7 @@ send (already closed?)``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -40,9 +41,11 @@ def wait_for(condition: Callable[[], bool], timeout: float = 90) -> None:
 
 
 def start(command: list[str], cwd: Path) -> subprocess.Popen[bytes]:
-    # A session of its own, as a CI runner starts each job: the group can be signalled as a whole.
+    # A session of its own, as a CI runner starts each job: the group can be signalled as a whole. The job
+    # summary goes where GitHub Actions would read it.
+    env = environ(GITHUB_STEP_SUMMARY=str(cwd / "summary.md"))
     return subprocess.Popen(
-        command, cwd=cwd, env=environ(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
     )
 
 
@@ -62,10 +65,8 @@ def terminate(process: subprocess.Popen[bytes], *, group: bool = False, twice: b
 
 
 def with_group_killed(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def interrupted_case(xml: Path) -> str:
@@ -93,7 +94,9 @@ def replay(tmp_path: Path, *args: str) -> subprocess.Popen[bytes]:
 def test_sigterm_to_a_replay_keeps_the_complete_report_and_marks_the_junit_xml(
     tmp_path: Path, workers: list[str]
 ) -> None:
-    process = replay(tmp_path, *workers)
+    page = "<!DOCTYPE html><title>Sys1Cal calibration: jev jev-1.13.0</title>a complete run's page"
+    (tmp_path / "report.html").write_text(page, encoding="utf-8")
+    process = replay(tmp_path, *workers, "--sys1cal-html=report.html")
     wait_for(lambda: any(tmp_path.glob("thirty-*")))
     code, output = terminate(process)
     assert code == pytest.ExitCode.INTERRUPTED, output[-3000:]
@@ -104,6 +107,10 @@ def test_sigterm_to_a_replay_keeps_the_complete_report_and_marks_the_junit_xml(
     assert 1 <= interrupted["measured"] < 365
     assert f"interrupted (SIGTERM): {interrupted['measured']} of 365 selected renderings measured" in output
     assert interrupted_case(tmp_path / "junit.xml").startswith("sys1cal: interrupted (SIGTERM): ")
+    sentence = f"nterrupted (SIGTERM): {interrupted['measured']} of 365 selected renderings measured"
+    assert f"> **I{sentence}" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert (tmp_path / "report.html").read_text(encoding="utf-8") == page  # the complete page, untouched
+    assert sentence in (tmp_path / "report.interrupted.html").read_text(encoding="utf-8")
 
 
 def test_sigterm_to_the_process_group_under_xdist_stops_the_workers_at_once(tmp_path: Path) -> None:

@@ -24,9 +24,9 @@ _BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\
 # Characters that open inline Markdown anywhere: backslash-escaped (ASCII punctuation, so CommonMark honours it).
 _INLINE = set("\\`*[]|~$")
 _HTML = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
-# What starts a block when it begins a line: a heading, a list, a setext underline, an ordered list (a quote's
-# ">" is already an entity).
-_BLOCK_START = re.compile(r"([#+\-=]|\d{1,9}(?=[.)]))")
+# What starts a block when it begins a line: a heading, a bullet, an ordered list's number, a setext underline or
+# a thematic break (a quote's ">" is already an entity; "*" and "_" are escaped anyway). "-0.161" starts none.
+_BLOCK_START = re.compile(r"#{1,6}(?=[ \t]|$)|[+\-](?=[ \t]|$)|(\d{1,9})(?=[.)](?:[ \t]|$))|[=\-]+[ \t]*$")
 
 
 def _controlled(char: str) -> bool:
@@ -65,9 +65,9 @@ def markdown_text(text: str) -> str:
     start = _BLOCK_START.match(escaped)
     if start is None:
         return escaped
-    marker = start.group(1)
-    if marker[0].isdigit():
-        return f"{marker}\\{escaped[len(marker) :]}"  # 1. → 1\.
+    number = start.group(1)
+    if number:
+        return f"{number}\\{escaped[len(number) :]}"  # 1. → 1\.
     return "\\" + escaped
 
 
