@@ -152,7 +152,9 @@ class Measurer:
 
         def answer(request: WireRequest) -> WireResponse:
             vcr_request = VcrRequest(request.method, request.url, request.content(), dict(request.headers))
-            return _wire(replay(cassette, vcr_request))
+            found = replay(cassette, vcr_request)
+            assert found is not None  # a replay may not record: a request no recording answers raises CassetteMiss
+            return _wire(found)
 
         row = self._answered(rendering, answer)
         assert row is not None

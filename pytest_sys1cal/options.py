@@ -194,7 +194,8 @@ class Settings:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Settings:
         paths = {o.field for o in OPTIONS if o.path and o.field != "dataset"}
-        return cls(**{k: Path(v) if k in paths and v is not None else v for k, v in data.items()})
+        values: dict[str, Any] = {k: Path(v) if k in paths and v is not None else v for k, v in data.items()}
+        return cls(**values)
 
 
 def flag(field: str) -> str:

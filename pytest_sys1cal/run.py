@@ -194,9 +194,11 @@ class Sys1CalRun:
 
     def gate_location(self, name: str) -> tuple[str, int]:
         """The file and line that configure the gate `name` (for JUnit XML)."""
-        for gate in self.thresholds.gates if self.thresholds else ():
-            if gate.name == name:
-                return str(self.thresholds.path), gate.line
+        thresholds = self.thresholds
+        if thresholds is not None:
+            for gate in thresholds.gates:
+                if gate.name == name:
+                    return str(thresholds.path), gate.line
         return str(self.settings.baseline or self.settings.thresholds or self.dataset.path), 1
 
     def _close_recording(self) -> None:
