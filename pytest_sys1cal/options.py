@@ -19,7 +19,8 @@ import pytest
 
 from .argtypes import non_negative_float, non_negative_int, positive_float, positive_int
 from .dataset import BUNDLED
-from .vocabulary import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS, RECORD_MODES
+from .defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
+from .vocabulary import RECORD_MODES
 
 THRESHOLDS_FILE = "thresholds.yaml"
 

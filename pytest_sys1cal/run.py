@@ -25,6 +25,7 @@ from .models import BUILTIN_ADAPTERS, make_adapter
 from .models.base import ModelAdapter
 from .options import Settings
 from .redact import Redactor
+from .report.terminal import RED, Line
 from .results import ResultRow
 from .run_report import Baseline, Report, RunFacts, build_report
 from .session.advice import Advice
@@ -32,7 +33,6 @@ from .session.interruption import Interruption
 from .session.outputs import Outputs
 from .store.folder import CassetteFolder, reference_root
 from .versions.baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
-from .vocabulary import RED, Line
 
 
 class Sys1CalRun:

@@ -411,6 +411,7 @@ def calibrate_bias(simulator: Simulator, drop: float, noise: float) -> tuple[flo
     return bias, achieved(bias)
 
 
+@pytest.mark.slow
 def test_baseline_gate_error_rates_under_noise() -> None:
     from pytest_sys1cal.gates.regression import evaluate_regression
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..vocabulary import RED, Line, Verdict
+from ..vocabulary import Verdict
 from .breakdown_tables import family_delta_table
 from .document import GateJSON, ReportDocument
 from .gates import comparison_table, gate_table
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
 from .table import Table, aligned
+
+# A terminal line: (text, markup), the markup passed to TerminalReporter.write_line; RED for what failed.
+Line = tuple[str, dict[str, bool]]
+RED = {"red": True, "bold": True}
 
 THRESHOLDS = "thresholds.yaml"  # the default thresholds file, named where the run does not say which is in force
 

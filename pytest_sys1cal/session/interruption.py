@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..vocabulary import RED, Line
+from ..report.terminal import RED, Line
 
 if TYPE_CHECKING:
     from ..report.document import ReportDocument

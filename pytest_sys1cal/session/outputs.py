@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..files import cannot_create_in, write_atomic
 from ..report.document import ReportDocument
-from ..vocabulary import RED, REPORT_SCHEMA, Line
+from ..report.terminal import RED, Line
+from ..vocabulary import REPORT_SCHEMA
 
 if TYPE_CHECKING:
     from ..options import Settings

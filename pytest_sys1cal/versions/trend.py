@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from ..dataset import Dataset
+from ..defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
 from ..errors import InputError, MeasurementError
 from ..gates.regression import BaselineError, evaluate_regression
 from ..gates.rows import GateRow, Outcome, outcome
 from ..gates.schema import Thresholds
 from ..models import BUILTIN_ADAPTERS, make_adapter
 from ..report.document import ReportDocument
-from ..vocabulary import BOOTSTRAP_RESAMPLES, PRIMITIVES, RECALIBRATION_SPLITS, Verdict
+from ..vocabulary import PRIMITIVES, Verdict
 from .baseline import averaged_repeats
 from .replay import open_version, recorded_dataset, recorded_versions, replay_folder, replayed_repeats, version_report
 
