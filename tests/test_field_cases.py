@@ -86,6 +86,7 @@ def trend(root: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=cwd, env=environ(), capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.e2e  # runs the trend command in a process of its own
 def test_trends_progress_line_says_how_many_were_replayed_and_no_folder_is_left_out(tmp_path: Path) -> None:
     """Before: "replayed 365/365 renderings" for a folder holding 30; a folder without a manifest not shown."""
     root = tmp_path / "cassettes"
@@ -245,6 +246,7 @@ def test_another_dataset_gets_no_line_ending_hint(pytester: pytest.Pytester) -> 
 # ------------------------------------------------------------------------------------ the html command
 
 
+@pytest.mark.e2e  # runs the command in a process of its own
 def test_the_html_command_without_matplotlib_names_the_install(tmp_path: Path) -> None:
     shutil.copy(GOLDEN, tmp_path / "report.json")
     hidden = (

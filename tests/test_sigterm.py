@@ -22,6 +22,9 @@ import pytest
 from tests.field import CASSETTES, QUIET, environ, subset
 from tests.loopback import Behaviour, LoopbackServer
 
+# Each test starts a pytest process (and some a loopback server) and signals it.
+pytestmark = pytest.mark.e2e
+
 COMPLETE = Path(__file__).resolve().parent / "golden" / "jev-report.json"  # a complete run's report, to be kept
 SLOW_ITEMS = (
     "import time\nfrom pathlib import Path\nseen = []\n\n"

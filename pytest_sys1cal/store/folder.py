@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 RECORDING_REPEATS = 10
 
 
-class Advice(Protocol):
-    """The commands a refusal prints (advice.py)."""
+class RefusalAdvice(Protocol):
+    """The commands a refusal prints: the part of session/advice.py's Advice that the store needs."""
 
     @property
     def key(self) -> str: ...
@@ -69,7 +69,7 @@ def reference_root(root: Path, model: str, version: str, record_mode: str, *, de
     return reference if reference is not None and reference.resolve() != root.resolve() else None
 
 
-def _check_files(folder: CassetteFolder, dataset: Dataset, advice: Advice) -> None:
+def _check_files(folder: CassetteFolder, dataset: Dataset, advice: RefusalAdvice) -> None:
     """What the folder's files must be for this run: writable when recording, no Git LFS pointers where
     cassettes will be read, recorded for this dataset."""
     if folder.recording and not folder.read_only:
@@ -86,7 +86,7 @@ def _check_files(folder: CassetteFolder, dataset: Dataset, advice: Advice) -> No
         )
 
 
-def _check_writable(path: Path, advice: Advice) -> None:
+def _check_writable(path: Path, advice: RefusalAdvice) -> None:
     """A recording must be able to create files in its folder (or, not made yet, in the nearest folder above it
     that exists): refused before anything is sent, in one line, rather than failing on the lock."""
     existing = next((p for p in (path, *path.parents) if p.exists()), None)
@@ -202,7 +202,7 @@ class CassetteFolder:
 
     # ------------------------------------------------------------------ checks before any item runs
 
-    def check(self, dataset: Dataset, advice: Advice, *, collect_only: bool = False) -> None:
+    def check(self, dataset: Dataset, advice: RefusalAdvice, *, collect_only: bool = False) -> None:
         """Refuse (InputError): cassettes without a manifest; a replay with no cassettes for this model and
         version; cassettes of another dataset; recording into a reconstructed or read-only set."""
         manifest_path = self.path / MANIFEST
