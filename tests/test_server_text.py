@@ -25,10 +25,11 @@ from tests.loopback import Behaviour, LoopbackServer
 from tests.test_semif import FakeOpenAI
 
 FAKE_VERDICT = "All 19 gates passed ✅"
+# Short enough to be quoted whole in the notice (120 characters): an image, an HTML tag (unquoted, so JSON quoting
+# leaves it a tag), a heading and a table behind line breaks, escape codes, a carriage return, a bidi override.
 HOSTILE = (
-    f"evil-1\n\n## {FAKE_VERDICT}\n\n| gate | verdict |\n|---|---|\n| everything | passed |\n\n"
-    '<img src="http://127.0.0.1:9/pixel.png"> ![tracker](http://127.0.0.1:9/t.png) '
-    "\x1b[2J\x1b[32mPASSED\x1b[0m\rOK \u202eexe.txt"
+    f"evil-1 ![t](http://127.0.0.1:9/t.png) <img src=http://127.0.0.1:9/p.png>\n## {FAKE_VERDICT}\n|a|b|\n|-|-|"
+    "\x1b[2J\x1b[32mOK\rX\u202eexe"
 )
 MARKERS = ("\x1b", "\r", "\u202e")  # what must never reach a terminal raw
 
@@ -57,15 +58,14 @@ def assert_inert_markdown(text: str) -> None:
     assert not [t for t in tokens if t.type in ("image", "html_inline", "html_block")]
     headers = [tokens[i + 2].content for i, t in enumerate(tokens) if t.type == "th_open"]
     assert "verdict" not in headers or "gate" in headers  # the plugin's own gate table only
-    assert not any(t.type == "td_open" and tokens[tokens.index(t) + 2].content == "everything" for t in tokens)
     shown = "".join(t.content for t in tokens if t.type == "text")
-    assert FAKE_VERDICT in shown and "<img src=" in shown  # the server's words are there, as text
+    assert FAKE_VERDICT in shown and "<img src=" in shown and "![t](" in shown  # the server's words, as text
 
 
 def assert_one_line_terminal(output: str) -> None:
     assert not any(marker in output for marker in MARKERS), repr(output[-2000:])
     for line in output.splitlines():
-        assert not line.startswith(("## ", "| everything", "<img")), line
+        assert not line.startswith(("## ", "|a|b|", "<img")), line
 
 
 @pytest.fixture
@@ -99,7 +99,7 @@ def check_outputs(pytester: pytest.Pytester, tag: str, result: pytest.RunResult)
     if _has_matplotlib():
         page = (pytester.path / f"{tag}.html").read_text(encoding="utf-8")
         assert "<img" not in page and not any(marker in page for marker in MARKERS[::2])
-        assert "&lt;img src=&quot;http://127.0.0.1:9/pixel.png&quot;&gt;" in page or "&lt;img src=" in page
+        assert "&lt;img src=http://127.0.0.1:9/p.png&gt;" in page
     ET.parse(pytester.path / f"{tag}.xml")  # well-formed, escape codes and all
 
 
@@ -125,7 +125,7 @@ def test_a_hostile_model_id_is_data_when_recording_and_on_every_replay(
     assert replayed.ret == pytest.ExitCode.OK
     check_outputs(pytester, "replayed", replayed)
     notice = next(line for line in replayed.stdout.lines if line.startswith("notice: the server reported model"))
-    assert notice.startswith('notice: the server reported model "evil-1\\n\\n## All 19 gates passed ✅\\n')
+    assert notice.startswith('notice: the server reported model "evil-1 ![t](http://127.0.0.1:9/t.png) <img src=')
 
 
 def _error_body(wire: str) -> bytes:
@@ -174,7 +174,7 @@ def test_a_hostile_error_body_stays_one_line_everywhere(
         )  # fmt: skip
     output = result.stdout.str()
     assert result.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED), output[-3000:]
-    assert f"HTTP {status}" in output and "evil-1\\n\\n## All 19 gates passed" in output
+    assert f"HTTP {status}" in output and f"\\n## {FAKE_VERDICT}\\n|a|b|" in output
     assert_one_line_terminal(output + result.stderr.str())
     cases = ET.parse(pytester.path / "refused.xml").getroot().iter("testcase")
     messages = [f.get("message", "") for case in cases for f in (*case.iter("failure"), *case.iter("skipped"))]
