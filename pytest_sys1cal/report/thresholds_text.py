@@ -115,7 +115,7 @@ def _uncertainty(rule: LambdaRule, shape: Shape, level: int) -> list[str]:
         why = [f"No λ gate: {rule.reason}."]
     else:
         why = [
-            f"The valid one-sided test of λ = 0 (docs/statistics.md §2.3): t = {rule.statistic:.2f}, bootstrap SE "
+            f"The valid one-sided test of λ = 0 (python -m pytest_sys1cal docs statistics, §2.3): t = {rule.statistic:.2f}, bootstrap SE "
             f"{rule.se:.2f}, df {rule.df}; critical t at α = {rule.alpha:g} is {rule.critical:.2f}."
         ]
         if rule.flag == "require_lambda_positive":
@@ -144,9 +144,9 @@ def _settings(costs: Mapping[str, float], shape: Shape, level: int) -> list[str]
             f"deferral_cost: {costs['deferral_cost']:g}",
         ],
         "regression": [
-            "# The upgrade gate against --sys1cal-baseline, the plugin's defaults written out (docs/thresholds.md):",
-            "# passed when the drop in mean OVL is shown to be below max_drop_mean_ovl, FAILED when shown above",
-            "# fail_drop_mean_ovl, Holm across the primitives at alpha.",
+            "# The upgrade gate against --sys1cal-baseline, the plugin's defaults written out (python -m pytest_sys1cal",
+            "# docs thresholds): passed when the drop in mean OVL is shown to be below max_drop_mean_ovl, FAILED when",
+            "# shown above fail_drop_mean_ovl, Holm across the primitives at alpha.",
             f"alpha: {DEFAULT_ALPHA:g}",
             f"max_drop_mean_ovl: {DEFAULT_DROP:g}",
             f"fail_drop_mean_ovl: {DEFAULT_DROP / 2:g}",
