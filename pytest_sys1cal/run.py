@@ -28,6 +28,7 @@ from .redact import Redactor
 from .results import ResultRow
 from .run_report import Baseline, Report, RunFacts, build_report
 from .session.advice import Advice
+from .session.gate_advice import write_gates
 from .session.interruption import Interruption
 from .session.outputs import Outputs
 from .store.folder import CassetteFolder, reference_root
@@ -185,12 +186,16 @@ class Sys1CalRun:
             recalibration_splits=self.settings.recalibration_splits,
             selected=self.interruption.selected,
             stopped=self.interruption.reason,
+            write_gates=write_gates(self.advice),
         )
 
     def _report_lines(self, report: Report) -> list[Line]:
         from .report.terminal import summary_lines
+        from .session.gate_advice import after_failed_gates
 
-        return summary_lines(report.data, self.advice.after_failed_gates(), self.advice.thresholds_file)
+        baseline = self.baseline.name if self.baseline else None
+        advice = after_failed_gates(self.advice, report.data, self.thresholds, baseline)
+        return summary_lines(report.data, advice, self.advice.thresholds_file)
 
     def gate_location(self, name: str) -> tuple[str, int]:
         """The file and line that configure the gate `name` (for JUnit XML)."""
