@@ -58,6 +58,7 @@ def limits_for(settings: Settings, share: int = 1) -> Limits:
         timeout=settings.timeout,
         retry_budget=settings.retry_budget,
         max_cost=None if settings.max_cost is None else settings.max_cost / share,
+        **({} if settings.price is None else {"price": settings.price, "price_source": "--sys1cal-price"}),
     )
 
 
