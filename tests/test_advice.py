@@ -15,6 +15,7 @@ import pytest
 
 from pytest_sys1cal.errors import InputError
 from pytest_sys1cal.store.manifest import read_manifest
+from tests.degraded import degrade
 from tests.loopback import Behaviour, LoopbackServer
 from tests.test_recording import subset
 
@@ -212,3 +213,51 @@ def test_a_manifest_base_url_is_validated_and_never_echoes_credentials(
     message = str(excinfo.value)
     assert message.startswith(f"{path}:") and said in message and "pw@" not in message
     assert read_manifest(JEV / "manifest.json", "jev", "jev-1.13.0") is not None
+
+
+def test_the_advice_follows_what_the_run_compared(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """A regression against the baseline is called one; a version that passed its upgrade comparison but fails
+    the floors it inherits is advised gates of its own; a version with its own block is shown what the rule
+    gives (printed, not written) before any rewrite."""
+    root = tmp_path / "cassettes"
+    shutil.copytree(JEV, root / "jev" / "jev-1.13.0")
+    degrade(JEV, root, "jev-1.14.0")  # clearly worse
+    degrade(JEV, root, "jev-1.15.0", weight=0.001)  # as good
+    gates = pytester.path / "gates.yaml"
+    gates.write_text("jev:\n  noul: {min_mean_ovl: 0.95}\n")
+    common = (f"--sys1cal-cassettes={root}", "--sys1cal-thresholds=gates.yaml", "--sys1cal-baseline=jev-1.13.0")
+
+    worse = sys1cal(pytester, *common, "--sys1cal-model-version=jev-1.14.0")
+    block = worse.stdout.str().split("calibration gate FAILED", 1)[1]
+    assert (
+        "  These gates are gates.yaml: jev's section (line 1), inherited: jev-1.14.0 has no block of its own." in block
+    )
+    assert "  The upgrade gate: jev-1.14.0 is shown worse than the baseline jev-1.13.0" in block
+    assert "give jev-1.14.0 gates of its own" not in block and "re-record them" not in block
+
+    good = sys1cal(pytester, *common, "--sys1cal-model-version=jev-1.15.0", "--sys1cal-report=good.json")
+    assert good.ret == pytest.ExitCode.TESTS_FAILED
+    verdicts = {g["name"]: g["verdict"] for g in json.loads((pytester.path / "good.json").read_text())["gates"]}
+    assert verdicts["noul.min_mean_ovl"] == "FAILED" and verdicts["regression.noul.mean_ovl"] == "passed"
+    said = "If jev-1.15.0 is now the version you trust, give it gates of its own (rewritten in place, the change "
+    assert said in good.stdout.str()
+    update = printed_command(good, "the change shown as a diff): ")
+    assert update[:5] == ["python", "-m", "pytest_sys1cal", "thresholds", "good.json"]
+    done = subprocess.run([sys.executable, *update[1:]], cwd=pytester.path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    again = sys1cal(pytester, *common, "--sys1cal-model-version=jev-1.15.0")
+    assert again.ret == pytest.ExitCode.OK, text(again)  # its own gates, and the comparison, pass
+
+    gates.write_text("jev:\n  noul: {min_mean_ovl: 0.9}\n  jev-1.15.0:\n    noul: {min_mean_ovl: 0.99}\n")
+    own = sys1cal(pytester, f"--sys1cal-cassettes={root}", "--sys1cal-thresholds=gates.yaml",
+                  "--sys1cal-model-version=jev-1.15.0")  # fmt: skip
+    lines = own.stdout.str()
+    assert (
+        "These gates are gates.yaml: jev's section (line 1) with jev[jev-1.15.0]'s block (line 3) laid over it."
+        in lines
+    )
+    assert (
+        "jev-1.15.0 has gates of its own. What the rule would write from this run (printed, nothing written): " in lines
+    )
+    paste = printed_command(own, "then python")  # the thresholds command after the replay that writes the report
+    assert "--paste" in " ".join(paste)

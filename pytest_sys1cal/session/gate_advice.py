@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..bundled import REFERENCE_MODEL
 from ..options import THRESHOLDS_FILE, argument
 from ..store.folder import folders_under
+from ..versions.replay import natural_key
 
 if TYPE_CHECKING:
     from ..gates.schema import Thresholds
@@ -94,6 +95,8 @@ def after_failed_gates(
             f"The cassettes may be what is wrong ({suspect}): re-record them ({requests:,} paid requests): "
             f"{advice.key}{advice.command('all')}"
         )
+    elif regression:
+        lines.append("Re-recording the same model would not change the verdict.")
     else:
         lines.append("Otherwise this is a regression (re-recording the same model would not change the verdict).")
     return lines
@@ -109,21 +112,20 @@ def _threshold_fix(
     """The step for failed threshold gates, by where they came from and what this run compared."""
     version = advice.adapter.version
     own = own_gates(advice)
-    upgrade_passed = (
-        baseline is not None
-        and not regression
-        and any(g["name"].startswith("regression.") for g in report.get("gates") or [])
-    )
-    if upgrade_passed:
+    compared = any(g["name"].startswith("regression.") for g in report.get("gates") or [])
+    if baseline is not None and regression:
+        return []  # the upgrade gate's line said it: a regression against the version compared with
+    if baseline is not None and compared:
         return [
             f"The upgrade comparison with {baseline} passed. If {version} is now the version you trust, give it "
             f"gates of its own (rewritten in place, the change shown as a diff): {own}"
         ]
     if thresholds is not None and thresholds.inherited:
         others = [v for v in _recorded_versions(advice) if v != version]
+        earlier = [v for v in others if natural_key(v) < natural_key(version)]
         compare = (
             f"compare it with the version you run today, rendering by rendering: "
-            f"{shlex.join([*advice.run_parts(), argument('baseline', others[-1])])}"
+            f"{shlex.join([*advice.run_parts(), argument('baseline', (earlier or others)[-1])])}"
             + (f" (recorded here: {', '.join(others)})" if len(others) > 1 else "")
             if others
             else "record the version you run today beside it and compare the two with --sys1cal-baseline=VERSION"
@@ -142,9 +144,10 @@ def _threshold_fix(
 
 
 def _recorded_versions(advice: Advice) -> list[str]:
-    """Versions of this model recorded under the cassette root (in name order)."""
+    """Versions of this model recorded under the cassette root, in version order (1.9 before 1.13)."""
     model = advice.settings.model
-    return [name.split("/", 1)[1] for name in folders_under(advice.settings.cassettes) if name.startswith(f"{model}/")]
+    found = [name.split("/", 1)[1] for name in folders_under(advice.settings.cassettes) if name.startswith(f"{model}/")]
+    return sorted(found, key=natural_key)
 
 
 def suspect_cassettes(advice: Advice) -> str | None:
