@@ -152,8 +152,9 @@ class Sys1CalRun:
             else:
                 started = time.perf_counter()
                 self.report = build_report(self._facts(), self.rows, self.dataset, self.thresholds, self.baseline)
-                lines += self._report_lines(self.report)
-                lines += self.outputs.write(self.report, self.baseline, self.redactor)
+                advice = self._gate_advice(self.report)
+                lines += self._report_lines(self.report, advice)
+                lines += self.outputs.write(self.report, self.baseline, self.redactor, advice)
                 if self.outputs.interrupted:  # Ctrl-C while a file was drawn: outputs.py said which
                     lines.append(self.interruption.drawing_stopped())
                 else:
@@ -189,12 +190,18 @@ class Sys1CalRun:
             write_gates=write_gates(self.advice),
         )
 
-    def _report_lines(self, report: Report) -> list[Line]:
-        from .report.terminal import summary_lines
+    def _gate_advice(self, report: Report) -> list[str]:
+        """What to do after a failed gate (session/gate_advice.py); nothing when none failed."""
         from .session.gate_advice import after_failed_gates
 
+        if not any(g.get("verdict") == "FAILED" for g in report.data.get("gates") or []):
+            return []
         baseline = self.baseline.name if self.baseline else None
-        advice = after_failed_gates(self.advice, report.data, self.thresholds, baseline)
+        return after_failed_gates(self.advice, report.data, self.thresholds, baseline)
+
+    def _report_lines(self, report: Report, advice: list[str]) -> list[Line]:
+        from .report.terminal import summary_lines
+
         return summary_lines(report.data, advice, self.advice.thresholds_file)
 
     def gate_location(self, name: str) -> tuple[str, int]:

@@ -261,3 +261,35 @@ def test_the_advice_follows_what_the_run_compared(pytester: pytest.Pytester, tmp
     )
     paste = printed_command(own, "then python")  # the thresholds command after the replay that writes the report
     assert "--paste" in " ".join(paste)
+
+
+def test_the_job_summary_carries_the_advice_with_commands_as_code(
+    pytester: pytest.Pytester, recorded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, dataset, root, folder = recorded
+    summary = pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    (pytester.path / "gates.yaml").write_text("systemone:\n  noul: {min_mean_ovl: 0.999}\n")
+    result = sys1cal(
+        pytester, "--sys1cal-model=systemone", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}",
+        "--sys1cal-thresholds=gates.yaml", "--sys1cal-report=r.json",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    text_md = summary.read_text(encoding="utf-8")
+    what = text_md.split("**What to do**\n\n", 1)[1].splitlines()
+    assert (
+        what[0]
+        == "- These gates are gates.yaml: systemone's section (line 1), inherited: jev-latest has no block of its own."
+    )
+    assert what[1].endswith(
+        "if that passes, give jev-latest gates of its own: "
+        "`python -m pytest_sys1cal thresholds r.json --version --update --file gates.yaml`"
+    )
+    # Passed gates: no advice block.
+    summary.unlink()
+    (pytester.path / "gates.yaml").write_text("systemone:\n  noul: {min_mean_ovl: 0.5}\n")
+    passed = sys1cal(
+        pytester, "--sys1cal-model=systemone", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}",
+        "--sys1cal-thresholds=gates.yaml",
+    )  # fmt: skip
+    assert passed.ret == pytest.ExitCode.OK and "What to do" not in summary.read_text(encoding="utf-8")
