@@ -134,7 +134,8 @@ def header_start(lines: list[str], key_line: int) -> int:
 
 def kept_settings(place: Layout, version: str | None) -> tuple[str, ...]:
     """The settings (decisions, regression) that stay as they are in the block being replaced."""
-    entries = place.entries if version is None else (place.entry(version).children if place.entry(version) else ())
+    block = place.entry(version) if version is not None else None
+    entries = place.entries if version is None else (block.children if block is not None else ())
     return tuple(e.key for e in entries if not e.replaced and e.key in SECTIONS)
 
 

@@ -145,11 +145,16 @@ def repeat_spread(
         for key, (values, _reason) in keys.items():
             if values is None:
                 continue
-            drawn = np.array([row[prim][key][0][0] for row in rows], dtype=float)  # type: ignore[index]
+            drawn = np.array([_first(row[prim][key][0]) for row in rows], dtype=float)
             drawn = drawn[np.isfinite(drawn)]
             if drawn.size >= resamples / 2:
                 spread.setdefault(prim, {})[key] = float(np.std(drawn, ddof=1) * scale)
     return spread, repeats
+
+
+def _first(values: np.ndarray | None) -> float:
+    """The statistic of a resample's one weight row (NaN when that resample could not measure it)."""
+    return float("nan") if values is None else float(values[0])
 
 
 def _sample_columns(samples: Sequence[Sequence[Mapping[str, Any]]]) -> dict[str, np.ndarray]:

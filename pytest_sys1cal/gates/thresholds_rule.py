@@ -199,11 +199,11 @@ def _limit(
     se = float(np.std(resampled, ddof=1))
     margin, set_by = margin_of(key, value, se, repeat_se, min_slack)
     limit = rounded_limit(value, margin, bound, high)
-    common = {"repeat_se": repeat_se, "margin": margin, "set_by": set_by}
     if (bound == "max" and limit >= high) or (bound == "min" and limit <= 0.0):
         edge = f"{high:g}" if bound == "max" else "0"
-        return Limit(prim, key, bound, value, se, reason=f"its limit would be {edge}, which no run can fail", **common)
-    return Limit(prim, key, bound, value, se, limit, **common)
+        reason = f"its limit would be {edge}, which no run can fail"
+        return Limit(prim, key, bound, value, se, None, reason, repeat_se, margin, set_by)
+    return Limit(prim, key, bound, value, se, limit, None, repeat_se, margin, set_by)
 
 
 # ------------------------------------------------------------------------------------------------ λ gate
