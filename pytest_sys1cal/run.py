@@ -191,10 +191,18 @@ class Sys1CalRun:
         )
 
     def _gate_advice(self, report: Report) -> list[str]:
-        """What to do after a failed gate (session/gate_advice.py); nothing when none failed."""
-        from .session.gate_advice import after_failed_gates
+        """What to do after a failed gate (session/gate_advice.py); with no gate at all on a full run that wrote
+        its report, the command that writes them from it; else nothing."""
+        from .run_report import partial_run
+        from .session.gate_advice import after_failed_gates, from_this_report
 
-        if not any(g.get("verdict") == "FAILED" for g in report.data.get("gates") or []):
+        gates = report.data.get("gates") or []
+        if not gates:
+            data = report.data
+            partial = partial_run(data["counts"], len(self.dataset.renderings), data.get("interrupted"))
+            shortcut = None if partial else from_this_report(self.advice)
+            return [shortcut] if shortcut else []
+        if not any(g.get("verdict") == "FAILED" for g in gates):
             return []
         baseline = self.baseline.name if self.baseline else None
         return after_failed_gates(self.advice, report.data, self.thresholds, baseline)

@@ -33,7 +33,9 @@ class RunFacts:
     # many as ran. `stopped`: why the run stopped early (Ctrl-C, -x, a fatal error), None when it was not.
     selected: int | None = None
     stopped: str | None = None
-    # How to write gates for this version when the thresholds in force have none (session/advice.py words it).
+    # How to write gates for this version when the thresholds in force have none, from a full run's report
+    # (session/gate_advice.py words it; it names no output of this run, so the report stays the same wherever
+    # it is written).
     write_gates: str | None = None
 
 

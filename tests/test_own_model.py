@@ -50,10 +50,16 @@ def test_a_teams_model_from_init_to_a_gated_second_version(pytester: pytest.Pyte
     told = [line for line in first.stdout.lines if "no gates for" in line]
     assert told == [
         f"notice: {root / 'thresholds.yaml'}: no gates for systemone {VERSIONS[0]} yet (systemone sets none): this "
-        f"run gates nothing. If {VERSIONS[0]} is the version you trust, write its gates from this run's report: "
-        "python -m pytest_sys1cal thresholds first.json --update"
+        "run gates nothing. Write them from a full run of the version you trust: pytest --sys1cal "
+        f"--sys1cal-model=systemone --sys1cal-model-version={VERSIONS[0]} --sys1cal-dataset={root / 'fresh.jsonl'} "
+        f"--sys1cal-cassettes={root / 'cassettes'} --sys1cal-report=sys1cal-report.json, then python -m "
+        "pytest_sys1cal thresholds sys1cal-report.json --update"
     ]
-    written = command(*shlex.split(told[0].rsplit(": ", 1)[1])[3:], cwd=root)  # the command, as printed
+    # This run measured the whole dataset and wrote its report: the shortcut, under the gates.
+    shortcut = f"  If {VERSIONS[0]} is the version you trust, write its gates from this run's report: "
+    line = next(line for line in first.stdout.lines if line.startswith(shortcut))
+    assert line == shortcut + "python -m pytest_sys1cal thresholds first.json --update"
+    written = command(*shlex.split(line.rsplit(": ", 1)[1])[3:], cwd=root)  # the command, as printed
     assert written.returncode == 0, written.stderr
     assert "+  noul:" in written.stdout and "updated thresholds.yaml" in written.stderr
 

@@ -160,7 +160,9 @@ def test_the_readmes_own_model_path_ends_with_a_passing_first_version_and_a_gate
     assert list(yaml.safe_load((tmp_path / "thresholds.yaml").read_text())) == ["systemone"]  # no jev section
     # The first recording is told, in one line, that it has no gates and how to write them.
     told = [line for line in first.stdout.splitlines() if "no gates for systemone my-model-1 yet" in line]
-    assert len(told) == 1 and told[0].endswith("python -m pytest_sys1cal thresholds my-model-1.json --update")
+    assert len(told) == 1 and told[0].endswith("python -m pytest_sys1cal thresholds sys1cal-report.json --update")
+    shortcut = "  If my-model-1 is the version you trust, write its gates from this run's report: "
+    assert shortcut + "python -m pytest_sys1cal thresholds my-model-1.json --update" in first.stdout.splitlines()
     assert "+  noul:" in update.stdout and "updated thresholds.yaml" in update.stderr
     for run, version in ((replay, "my-model-1"), (second, "my-model-2")):
         header = next(line for line in run.stdout.splitlines() if line.startswith("sys1cal: model systemone"))

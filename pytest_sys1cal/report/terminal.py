@@ -82,7 +82,8 @@ def gate_lines(
     table = gate_table(result)
     if table is None:
         where = f"see {thresholds}" if thresholds else f"no {THRESHOLDS} found"
-        return [("", {}), (f"Gates: none configured for this model ({where})", {"bold": True})]
+        said = [(f"  {text}", {}) for text in advice or []]  # how to write them, from this run's report
+        return [("", {}), (f"Gates: none configured for this model ({where})", {"bold": True}), *said]
     gates = result["gates"]
     lines = [("", {})] + format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
     failed = [g for g in gates if g["verdict"] == Verdict.FAILED]

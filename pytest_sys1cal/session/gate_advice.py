@@ -37,11 +37,12 @@ def shown(path: Path) -> str:
     return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
 
 
-def thresholds_command(advice: Advice, *extra: str) -> str:
-    """`python -m pytest_sys1cal thresholds REPORT …` for this run: its report (or the one a run with
-    --sys1cal-report would write) and its thresholds file when that is not ./thresholds.yaml."""
+def thresholds_command(advice: Advice, *extra: str, report: str | None = None) -> str:
+    """`python -m pytest_sys1cal thresholds REPORT …` for this run: its report (or `report`, or the one a run
+    with --sys1cal-report would write) and its thresholds file when that is not ./thresholds.yaml."""
     settings = advice.settings
-    report = shown(settings.report) if settings.report is not None else REPORT
+    if report is None:
+        report = shown(settings.report) if settings.report is not None else REPORT
     parts = ["python", "-m", "pytest_sys1cal", "thresholds", report, *extra]
     if settings.thresholds is not None and shown(settings.thresholds) != THRESHOLDS_FILE:
         parts += ["--file", shown(settings.thresholds)]
@@ -49,12 +50,21 @@ def thresholds_command(advice: Advice, *extra: str) -> str:
 
 
 def write_gates(advice: Advice) -> str:
-    """How to give this version gates when the thresholds in force have none: from this run's report when it
-    writes one, else from a run that does."""
-    version, update = advice.adapter.version, thresholds_command(advice, "--update")
-    if advice.settings.report is not None:
-        return f"If {version} is the version you trust, write its gates from this run's report: {update}"
+    """How to give this version gates when the thresholds in force have none: a full run that writes its report,
+    then the thresholds command on it. It names no output of this run (the report says it too, and must not
+    depend on where it is written); `from_this_report` gives the shortcut."""
+    update = thresholds_command(advice, "--update", report=REPORT)
     return f"Write them from a full run of the version you trust: {with_report(advice)}, then {update}"
+
+
+def from_this_report(advice: Advice) -> str | None:
+    """When this full run wrote a report and has no gates: the command that writes them from it (terminal)."""
+    if advice.settings.report is None:
+        return None
+    version = advice.adapter.version
+    return f"If {version} is the version you trust, write its gates from this run's report: " + thresholds_command(
+        advice, "--update"
+    )
 
 
 def with_report(advice: Advice) -> str:
