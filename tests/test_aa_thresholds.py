@@ -9,6 +9,11 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
+# Records five times from a loopback server through real pytest processes (about 45 s).
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parent.parent
 
 

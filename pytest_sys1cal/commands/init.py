@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
-from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, ShippedError
+from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, BundledError
 from ..errors import EXIT_INPUT, InputError
 from ..files import write_atomic
 from ..models import BUILTIN_ADAPTERS
@@ -67,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
             print(_show(planned, project))
             return 0
         _write_all(args.dir, planned)
-    except (InitError, ShippedError) as exc:
+    except (InitError, BundledError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     print(_summary(planned, project))

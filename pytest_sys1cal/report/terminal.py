@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from ..vocabulary import RED, Line, Verdict
+from ..vocabulary import Verdict
 from .breakdown_tables import family_delta_table
+from .document import GateJSON, ReportDocument
 from .gates import comparison_table, gate_table
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
 from .table import Table, aligned
 
+# A terminal line: (text, markup), the markup passed to TerminalReporter.write_line; RED for what failed.
+Line = tuple[str, dict[str, bool]]
+RED = {"red": True, "bold": True}
+
 THRESHOLDS = "thresholds.yaml"  # the default thresholds file, named where the run does not say which is in force
 
-VERDICT_MARKUP = {
+VERDICT_MARKUP: dict[str, dict[str, bool]] = {
     Verdict.PASSED: {"green": True},
     Verdict.FAILED: RED,
     Verdict.INCONCLUSIVE: {"yellow": True},
@@ -31,7 +35,7 @@ def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) 
 
 
 def summary_lines(
-    result: Mapping[str, Any], advice: Sequence[str] | None = None, thresholds: str | None = THRESHOLDS
+    result: ReportDocument, advice: Sequence[str] | None = None, thresholds: str | None = THRESHOLDS
 ) -> list[Line]:
     """advice: what to do after a failed gate (session/gate_advice.py: where the gates came from, the fix that
     applies); thresholds: the thresholds file in force (None: none). Both from the run, which knows the
@@ -75,17 +79,18 @@ def repeats_phrase(repeats: int, per_answer: int = 1) -> str:
 
 
 def gate_lines(
-    result: Mapping[str, Any], advice: Sequence[str] | None = None, thresholds: str | None = THRESHOLDS
+    result: ReportDocument, advice: Sequence[str] | None = None, thresholds: str | None = THRESHOLDS
 ) -> list[Line]:
     """The gate block: failures in red with what to do about them (naming the thresholds file in force),
     inconclusive comparisons in yellow."""
     table = gate_table(result)
     if table is None:
         where = f"see {thresholds}" if thresholds else f"no {THRESHOLDS} found"
-        said = [(f"  {text}", {}) for text in advice or []]  # how to write them, from this run's report
+        said: list[Line] = [(f"  {text}", {}) for text in advice or []]  # how to write them, from its report
         return [("", {}), (f"Gates: none configured for this model ({where})", {"bold": True}), *said]
     gates = result["gates"]
-    lines = [("", {})] + format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
+    lines: list[Line] = [("", {})]
+    lines += format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
     failed = [g for g in gates if g["verdict"] == Verdict.FAILED]
     undecided = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE and not g.get("tolerated")]
     tolerated = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE and g.get("tolerated")]
@@ -93,8 +98,8 @@ def gate_lines(
         lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates)} gates", RED))
         lines += [(f"  {g['name']}: {g['explanation']}", {"red": True}) for g in failed]
         review = f", review {thresholds}" if thresholds else ""
-        said = advice or [f"If the model changed on purpose{review}; otherwise this is a regression."]
-        lines += [(f"  {text}", {"red": True}) for text in said]
+        steps = advice or [f"If the model changed on purpose{review}; otherwise this is a regression."]
+        lines += [(f"  {text}", {"red": True}) for text in steps]
     lines += _inconclusive(
         undecided,
         f"calibration gate not passed: {len(undecided)} comparison(s) inconclusive (a drop within the margin was "
@@ -108,7 +113,7 @@ def gate_lines(
     return lines
 
 
-def _inconclusive(gates: list[Mapping[str, Any]], headline: str) -> list[Line]:
+def _inconclusive(gates: Sequence[GateJSON], headline: str) -> list[Line]:
     if not gates:
         return []
     return [(headline, {"yellow": True, "bold": True})] + [

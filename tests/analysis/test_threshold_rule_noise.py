@@ -68,6 +68,7 @@ KEYS = [
 ]
 
 
+@pytest.mark.slow  # 120 simulated recordings
 def test_the_repeat_se_of_one_recording_is_the_spread_across_recordings() -> None:
     first = {(lim.primitive, lim.key): lim for lim in threshold_rule(recording(0, 0.4, 4)).limits}
     values: dict[tuple[str, str], list[float]] = {key: [] for key in KEYS}
@@ -81,6 +82,7 @@ def test_the_repeat_se_of_one_recording_is_the_spread_across_recordings() -> Non
         assert estimated is not None and 0.7 < estimated / true < 1.4, (key, estimated, true)
 
 
+@pytest.mark.slow  # 60 simulated recordings
 def test_every_limit_holds_on_independent_recordings_of_the_same_model() -> None:
     """The A/A promise on synthetic recordings: with the repeat term the printed limits hold on all of 60
     re-recordings; with problem SEs alone (the old rule) the swap shift and first-position limits do not."""
