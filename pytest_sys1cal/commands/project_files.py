@@ -149,7 +149,7 @@ def next_steps(project: Project) -> list[str]:
 GITATTRIBUTES = """\
 # pytest-sys1cal: cassettes are model traffic written by the plugin. GitHub collapses them in pull requests and
 # leaves them out of the language statistics, and `git diff` does not print them. The manifests stay readable and
-# diffable, so a pull request shows what was recorded (model, server, repeats, what each cassette holds).
+# diffable, so a pull request shows what was recorded (the model and server, the repeats, the questions).
 cassettes/** linguist-generated=true -diff
 cassettes/**/manifest.json linguist-generated=false diff
 """
