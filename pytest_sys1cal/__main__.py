@@ -17,7 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "html": ("pytest_sys1cal.commands.html", "the HTML report (tables and figures) of a saved JSON report"),
     "thresholds": (
         "pytest_sys1cal.commands.thresholds",
-        "a thresholds.yaml section from a saved JSON report (measured value ∓ 2 bootstrap SEs)",
+        "a thresholds.yaml section from a saved JSON report; --update rewrites it in the file, with a diff",
     ),
     "trend": (
         "pytest_sys1cal.commands.trend",
@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pytest_sys1cal.commands.init",
         "set a project up: starter thresholds.yaml, GitHub Actions workflow, .gitattributes",
     ),
+    "docs": ("pytest_sys1cal.commands.docs", "print a page of the docs the messages cite (docs/setup.md, …)"),
 }
 
 

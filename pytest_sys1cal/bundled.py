@@ -1,6 +1,7 @@
 """What the package carries besides its code (pyproject.toml packages them into the wheel's `_bundled` folder;
 an editable install reads them from the checkout): the Sys1Cal-v1 dataset, the reference cassettes of Jev
-jev-1.13.0 (reconstructed from the paper's published outputs) and the thresholds file this project ships, with
+jev-1.13.0 (reconstructed from the paper's published outputs), the docs the messages cite and the thresholds
+file this project ships, with
 one model's section cut out of it as text, comments included (`init` starts a project's thresholds.yaml from
 it, so the gates of the bundled reference are the ones this repository tests)."""
 
@@ -18,6 +19,7 @@ FILES = {
     "sys1cal-v1.jsonl": "fixtures/sys1cal-v1/v0.1.0_tiny_cleanvars_parallel_primitives.jsonl",
     "thresholds.yaml": "thresholds.yaml",
     "cassettes": "cassettes",  # in the wheel: the reference folder only (cassettes/jev/jev-1.13.0)
+    "docs": "docs",  # the pages messages and generated files cite (`python -m pytest_sys1cal docs PAGE`)
 }
 
 

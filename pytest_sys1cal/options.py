@@ -137,6 +137,13 @@ OPTIONS = [
         metavar="DOLLARS",
     ),
     Option(
+        "--sys1cal-price",
+        "recording: dollars per million input tokens your server charges, for the cost estimate and "
+        "--sys1cal-max-cost (default: Jev's list price, 0.042; 0 for a server that charges nothing)",
+        type=non_negative_float,
+        metavar="DOLLARS",
+    ),
+    Option(
         "--sys1cal-timeout",
         "recording: seconds to wait for each HTTP operation (connect, send, read)",
         60.0,
@@ -179,6 +186,7 @@ class Settings:
     concurrency: int
     rate: int
     max_cost: float | None
+    price: float | None  # dollars per million input tokens; None: Jev's list price
     timeout: float
     retry_budget: float
     # Whether the cassette root is the default one (`cassettes` under the rootdir), not named by an option or

@@ -30,6 +30,7 @@ from .report.terminal import RED, Line
 from .results import ResultRow
 from .run_report import Baseline, Report, RunFacts, build_report
 from .session.advice import Advice
+from .session.gate_advice import write_gates
 from .session.interruption import Interruption
 from .session.outputs import Outputs
 from .session.signals import SIGTERM, SignalStop, Terminated, signal_name
@@ -177,8 +178,9 @@ class Sys1CalRun:
             else:
                 started = time.perf_counter()
                 self.report = build_report(self._facts(), self.rows, self.dataset, self.thresholds, self.baseline)
-                lines += self._report_lines(self.report)
-                lines += self.outputs.write(self.report, self.baseline, self.redactor)
+                advice = self._gate_advice(self.report)
+                lines += self._report_lines(self.report, advice)
+                lines += self.outputs.write(self.report, self.baseline, self.redactor, advice)
                 if self.outputs.interrupted:  # Ctrl-C while a file was drawn: outputs.py said which
                     lines.append(self.interruption.drawing_stopped())
                 else:
@@ -216,12 +218,30 @@ class Sys1CalRun:
             recalibration_splits=self.settings.recalibration_splits,
             selected=self.interruption.selected,
             stopped=self.interruption.reason,
+            write_gates=write_gates(self.advice),
         )
 
-    def _report_lines(self, report: Report) -> list[Line]:
+    def _gate_advice(self, report: Report) -> list[str]:
+        """What to do after a failed gate (session/gate_advice.py); with no gate at all on a full run that wrote
+        its report, the command that writes them from it; else nothing."""
+        from .run_report import partial_run
+        from .session.gate_advice import after_failed_gates, from_this_report
+
+        gates = report.data.get("gates") or []
+        if not gates:
+            data = report.data
+            partial = partial_run(data["counts"], len(self.dataset.renderings), data.get("interrupted"))
+            shortcut = None if partial else from_this_report(self.advice)
+            return [shortcut] if shortcut else []
+        if not any(g.get("verdict") == "FAILED" for g in gates):
+            return []
+        baseline = self.baseline.name if self.baseline else None
+        return after_failed_gates(self.advice, report.data, self.thresholds, baseline)
+
+    def _report_lines(self, report: Report, advice: list[str]) -> list[Line]:
         from .report.terminal import summary_lines
 
-        return summary_lines(report.data, self.advice.after_failed_gates(), self.advice.thresholds_file)
+        return summary_lines(report.data, advice, self.advice.thresholds_file)
 
     def gate_location(self, name: str) -> tuple[str, int]:
         """The file and line that configure the gate `name` (for JUnit XML)."""

@@ -33,6 +33,10 @@ class RunFacts:
     # many as ran. `stopped`: why the run stopped early (Ctrl-C, -x, a fatal error), None when it was not.
     selected: int | None = None
     stopped: str | None = None
+    # How to write gates for this version when the thresholds in force have none, from a full run's report
+    # (session/gate_advice.py words it; it names no output of this run, so the report stays the same wherever
+    # it is written).
+    write_gates: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,10 +169,16 @@ def _notices(
             f"the server reported model {quoted(facts.server_model)}, not the pinned {facts.version}: these answers are "
             f"filed under {facts.version}"
         )
-    if thresholds is not None and not thresholds.layers:
-        notices.append(f"{thresholds.path}: {thresholds.notice}: this run gates nothing")
+    only = "only the upgrade comparison gates this run" if baseline is not None else "this run gates nothing"
+    how = f". {facts.write_gates}" if facts.write_gates else ""
+    if thresholds is not None and not thresholds.gates:
+        # One line, said for a version with no gates of its own and none to inherit: never another model's floors.
+        why = (
+            thresholds.notice or f"{' + '.join(thresholds.layers)} set{'s' if len(thresholds.layers) == 1 else ''} none"
+        )
+        notices.append(f"{thresholds.path}: no gates for {facts.model} {facts.version} yet ({why}): {only}{how}")
     elif thresholds is None and baseline is None:
-        notices.append("no thresholds.yaml and no baseline: this run gates nothing")
+        notices.append(f"no thresholds.yaml and no baseline: this run gates nothing{how}")
     extra = next((g.details["only_in_new"] for g in gates if g.details and g.details.get("only_in_new")), None)
     if extra and baseline is not None:
         notices.append(

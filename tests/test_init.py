@@ -59,19 +59,61 @@ def test_init_twice_changes_nothing_and_names_the_files(tmp_path: Path) -> None:
     before = snapshot(tmp_path)
     again = init(tmp_path)
     assert again.returncode == 4 and again.stdout == ""
+    # .gitattributes has init's lines already: only the two files init would have to overwrite are named.
     assert again.stderr.strip() == (
-        f"error: {', '.join(FILES)} already exist; init never overwrites and wrote nothing: move or delete them and "
-        "run init again, or merge docs/setup.md's content by hand"
+        f"error: thresholds.yaml, {WORKFLOW} already exist; init never overwrites and wrote nothing: move or delete "
+        "them and run init again, or see what init would write with --show and merge it by hand "
+        "(python -m pytest_sys1cal docs setup)"
     )
     assert snapshot(tmp_path) == before
 
 
-def test_one_existing_file_stops_all_of_them(tmp_path: Path) -> None:
+def test_an_existing_thresholds_file_stops_all_of_them(tmp_path: Path) -> None:
+    (tmp_path / "thresholds.yaml").write_text("jev: null\n")
     (tmp_path / ".gitattributes").write_text("*.png binary\n")
     done = init(tmp_path, "--dir", ".")
     assert done.returncode == 4
-    assert done.stderr.startswith("error: .gitattributes already exists; init never overwrites and wrote nothing")
-    assert sorted(snapshot(tmp_path)) == [".gitattributes"] and not (tmp_path / ".github").exists()
+    assert done.stderr.startswith("error: thresholds.yaml already exists; init never overwrites and wrote nothing")
+    assert sorted(snapshot(tmp_path)) == [".gitattributes", "thresholds.yaml"] and not (tmp_path / ".github").exists()
+    assert (tmp_path / ".gitattributes").read_text() == "*.png binary\n"  # not added to when init stops
+
+
+def test_an_existing_gitattributes_gets_the_lines_it_lacks(tmp_path: Path) -> None:
+    """Most repositories have a .gitattributes (issue 24: init used to refuse it and write nothing): init adds
+    its lines at the end, every existing line as it was, and adds nothing a second time."""
+    mine = "*.png binary\ncassettes/** linguist-generated=true -diff\n"
+    (tmp_path / ".gitattributes").write_text(mine)
+    done = init(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Added init's lines to the end of .gitattributes (the rest as it was)." in done.stdout
+    text = (tmp_path / ".gitattributes").read_text()
+    assert text.startswith(mine + "\n# pytest-sys1cal: ")
+    assert text.endswith("\ncassettes/**/manifest.json linguist-generated=false diff\n")
+    assert text.count("cassettes/** linguist-generated=true -diff") == 1  # the line it had is not added again
+    (tmp_path / "thresholds.yaml").unlink()
+    shutil.rmtree(tmp_path / ".github")
+    again = init(tmp_path)
+    assert again.returncode == 0 and (tmp_path / ".gitattributes").read_text() == text
+    assert "has init's lines already" in again.stdout
+
+
+def test_show_prints_what_init_would_write_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / ".gitattributes").write_text("*.png binary\n")
+    (tmp_path / "thresholds.yaml").write_text("jev: null\n")
+    before = snapshot(tmp_path)
+    done = init(tmp_path, "--model", "systemone", "--version", "my-model-1", "--show")
+    assert done.returncode == 0, done.stderr
+    assert snapshot(tmp_path) == before
+    out = done.stdout
+    assert out.startswith("init --show: nothing was written.")
+    assert "---- thresholds.yaml: EXISTS, so init would stop and write nothing; it would write\n" in out
+    assert f"---- {WORKFLOW}: would be written\n# pytest-sys1cal" in out
+    assert "---- .gitattributes: exists; these lines would be added at its end" in out
+    shown = out.split("---- thresholds.yaml: ", 1)[1].split("\n", 1)[1].split("\n---- ", 1)[0]
+    assert yaml.safe_load(shown) == {"systemone": None}  # what a real init writes, byte for byte
+    (tmp_path / "thresholds.yaml").unlink()
+    assert init(tmp_path, "--model", "systemone", "--version", "my-model-1").returncode == 0
+    assert (tmp_path / "thresholds.yaml").read_text() == shown.rstrip("\n") + "\n"
 
 
 @pytest.mark.parametrize(
@@ -98,23 +140,29 @@ def test_the_jev_thresholds_are_the_shipped_ones(tmp_path: Path) -> None:
         mine, theirs = (parse_thresholds(text, "t", "jev", version) for text in (written, shipped))
         assert [(g.name, g.limit) for g in mine.gates] == [(g.name, g.limit) for g in theirs.gates]
         assert (mine.regression, mine.decisions) == (theirs.regression, theirs.decisions)
-    assert "python -m pytest_sys1cal thresholds sys1cal-report.json --version >> thresholds.yaml" in written
+    assert "#   python -m pytest_sys1cal thresholds sys1cal-report.json --update --version\n" in written
 
 
-def test_another_model_gets_no_gates_until_thresholds_appends_them(tmp_path: Path) -> None:
+def test_another_model_gets_its_own_section_only_until_thresholds_update_writes_its_gates(tmp_path: Path) -> None:
+    """Issue 24: init for a model that is not jev writes that model's section only (no jev floors "so the file is
+    not empty"); it has no gates, and the command the file names writes them in place from a report."""
     done = init(tmp_path, "--model", "systemone", "--version", "typed-gguf-smollm2-135m")
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "thresholds.yaml").read_text(encoding="utf-8")
-    assert "# systemone has no gates yet" in text
-    assert parse_thresholds(text, "t", "systemone", "typed-gguf-smollm2-135m").notice.startswith("no section for model")
-    # The command the file names appends the model's section, which then applies.
-    line = (
-        f"{sys.executable} -m pytest_sys1cal thresholds {REPO}/tests/golden/typed-gguf-report.json >> thresholds.yaml"
-    )
-    appended = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True)
-    assert appended.returncode == 0, appended.stderr
-    gates = parse_thresholds((tmp_path / "thresholds.yaml").read_text(), "t", "systemone", "typed-gguf-smollm2-135m")
-    assert len(gates.gates) >= 18 and gates.notice is None
+    assert yaml.safe_load(text) == {"systemone": None} and "jev" not in text.replace("--sys1cal", "")
+    assert "# systemone: no gates yet, so a run of it says so and gates nothing." in text
+    empty = parse_thresholds(text, "t", "systemone", "typed-gguf-smollm2-135m")
+    assert (empty.layers, empty.gates, empty.notice) == (("systemone",), (), None)
+    report = REPO / "tests" / "golden" / "typed-gguf-report.json"
+    update = [sys.executable, "-m", "pytest_sys1cal", "thresholds", str(report), "--update"]
+    written = subprocess.run(update, cwd=tmp_path, capture_output=True, text=True)
+    assert written.returncode == 0, written.stderr
+    assert written.stdout.startswith("--- thresholds.yaml (before)\n+++ thresholds.yaml (after)\n")
+    after = (tmp_path / "thresholds.yaml").read_text(encoding="utf-8")
+    gates = parse_thresholds(after, "t", "systemone", "typed-gguf-smollm2-135m")
+    assert len(gates.gates) >= 18 and gates.notice is None and list(yaml.safe_load(after)) == ["systemone"]
+    assert "no gates yet" not in after  # init's note is replaced by the gates' own header
+    assert after.startswith(text.split("\n\n", 1)[0])  # the file's header stays as it was
 
 
 def test_gitattributes_mark_cassettes_generated_but_not_manifests(tmp_path: Path) -> None:
@@ -136,6 +184,25 @@ def test_gitattributes_mark_cassettes_generated_but_not_manifests(tmp_path: Path
         "thresholds.yaml: linguist-generated: unspecified",
         "thresholds.yaml: diff: unspecified",
     ]
+
+
+def test_gitattributes_keep_manifest_diffs_visible_and_cassettes_collapsed(tmp_path: Path) -> None:
+    """What a pull request shows, with real git: a change to a manifest is a text diff; a cassette's is not."""
+    init(tmp_path)
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    folder = tmp_path / "cassettes" / "jev" / "v1"
+    (folder / "bayes").mkdir(parents=True)
+    (folder / "manifest.json").write_text('{"repeats": 10}\n')
+    (folder / "bayes" / "x.json").write_text('{"answer": 0.1}\n')
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], cwd=tmp_path, check=True)
+    (folder / "manifest.json").write_text('{"repeats": 3}\n')
+    (folder / "bayes" / "x.json").write_text('{"answer": 0.9}\n')
+    diff = subprocess.run(["git", "diff"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert '-{"repeats": 10}\n+{"repeats": 3}' in diff
+    assert "Binary files a/cassettes/jev/v1/bayes/x.json and b/cassettes/jev/v1/bayes/x.json differ" in diff
+    assert "0.9" not in diff
 
 
 def test_the_ini_snippet_is_read_by_pytest(pytester: pytest.Pytester, tmp_path: Path) -> None:

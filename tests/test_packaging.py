@@ -8,6 +8,7 @@ Dependencies come from the package index (pip's cache makes it quick: about 40 s
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -28,12 +29,15 @@ REPO = Path(__file__).resolve().parent.parent
 INSTALL = 'pip install "pytest-sys1cal[html]"'
 
 
-def steps() -> list[str]:
-    """The commands of the README's step-by-step block, comments dropped."""
+def steps(heading: str = "### Jev's own upgrades") -> list[str]:
+    """The commands of the first bash block under `heading` in the README's step-by-step section (the own-model
+    path leads it; Jev's own upgrades follow), comments dropped."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("## In a project, step by step", 1)[1]
+    section = text.split("## In a project, step by step", 1)[1].split("\n## ", 1)[0]
+    if heading != "## In a project, step by step":
+        section = section.split(heading, 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.S)
-    assert block, "the step-by-step section must hold a bash block"
+    assert block, f"{heading} must hold a bash block"
     return [line.split(" #")[0].strip() for line in block.group(1).splitlines() if line.split(" #")[0].strip()]
 
 
@@ -115,3 +119,86 @@ def test_the_wheel_carries_the_reference_set_and_the_sdist_what_the_wheel_is_bui
     assert "fixtures/sys1cal-v1/v0.1.0_tiny_cleanvars_parallel_primitives.jsonl" in members
     # Every file the package cites (docs/…) travels with it.
     assert {f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")} <= members
+
+
+OWN_MODEL = "## In a project, step by step"
+TEAM_VERSIONS = ("my-model-1", "my-model-2")
+
+
+def test_the_readmes_own_model_path_ends_with_a_passing_first_version_and_a_gated_second_one(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: the README's own-model block, run as written in an empty directory with the built wheel, against
+    the jevcompat mock serving (and listing) the block's version names, with a little repeat noise. Each command
+    runs verbatim; the one `export` line is the only one not run: its variable is set to the mock's origin
+    instead. PYTEST_ADDOPTS lifts the client's rate limit (1,000 requests/min would make the two recordings of
+    3,650 requests take 7 minutes); the commands themselves are untouched."""
+    import jevcompat.mock as jevcompat
+
+    commands = steps(OWN_MODEL)
+    assert commands[0] == INSTALL
+    assert [c.split("=")[0] for c in commands if c.startswith("export ")] == ["export SYS1CAL_BASE_URL"]
+    assert sorted(set(re.findall(r"my-model-\d", " ".join(commands)))) == list(TEAM_VERSIONS)
+    served = [{"name": v, "description": "a team's model", "release_date": "2026-10-01"} for v in TEAM_VERSIONS]
+    monkeypatch.setattr(jevcompat, "MODELS", jevcompat.MODELS + served)
+    monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | set(TEAM_VERSIONS))
+    runs: list[tuple[str, subprocess.CompletedProcess[str]]] = []
+    with jevcompat.Running(jevcompat.MockConfig(noise=0.3)) as mock:
+        environ = {
+            **os.environ,
+            "PATH": f"{installed}{os.pathsep}{os.environ['PATH']}",
+            "VIRTUAL_ENV": str(installed.parent),
+            "SYS1CAL_BASE_URL": mock.url,
+            "PYTEST_ADDOPTS": "--sys1cal-rate=0",
+        }
+        environ.pop("PYTHONPATH", None)
+        for command in commands[1:]:
+            if command.startswith("export "):
+                continue
+            done = subprocess.run(shlex.split(command), cwd=tmp_path, env=environ, capture_output=True, text=True)
+            runs.append((command, done))
+            assert done.returncode == 0, f"{command}\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
+    init, first, update, replay, second = (done for _command, done in runs)
+    assert yaml.safe_load((tmp_path / "thresholds.yaml").read_text()) is not None
+    assert list(yaml.safe_load((tmp_path / "thresholds.yaml").read_text())) == ["systemone"]  # no jev section
+    # The first recording is told, in one line, that it has no gates and how to write them.
+    told = [line for line in first.stdout.splitlines() if "no gates for systemone my-model-1 yet" in line]
+    assert len(told) == 1 and told[0].endswith("python -m pytest_sys1cal thresholds sys1cal-report.json --update")
+    shortcut = "  If my-model-1 is the version you trust, write its gates from this run's report: "
+    assert shortcut + "python -m pytest_sys1cal thresholds my-model-1.json --update" in first.stdout.splitlines()
+    assert "+  noul:" in update.stdout and "updated thresholds.yaml" in update.stderr
+    for run, version in ((replay, "my-model-1"), (second, "my-model-2")):
+        header = next(line for line in run.stdout.splitlines() if line.startswith("sys1cal: model systemone"))
+        assert f"systemone {version} (" in header and f"{tmp_path / 'thresholds.yaml'}: systemone (" in header
+        assert "jev" not in header.split("thresholds ", 1)[1]
+        assert "FAILED" not in run.stdout
+    assert "my-model-2 has no block of its own and inherits them" in second.stdout
+    gates = json.loads((tmp_path / "my-model-2.json").read_text())["gates"]
+    assert {g["verdict"] for g in gates} == {"passed"}
+    names = {g["name"] for g in gates}
+    assert {"noul.min_mean_ovl", "choice.max_swap_shift", "regression.noul.mean_ovl"} <= names
+    assert len([n for n in names if not n.startswith("regression.")]) >= 19
+
+
+def test_the_docs_travel_with_the_wheel_and_print_from_an_install(
+    built: tuple[Path, Path], installed: Path, tmp_path: Path
+) -> None:
+    """Every page a message or a generated file cites can be read from an install (issue 24)."""
+    names = set(zipfile.ZipFile(built[0]).namelist())
+    pages = sorted((REPO / "docs").glob("*.md"))
+    assert {f"pytest_sys1cal/_bundled/docs/{page.name}" for page in pages} <= names
+    metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    assert "python -m pytest_sys1cal docs" in zipfile.ZipFile(built[0]).read(metadata).decode()  # where to read them
+    python = str(installed / "python")
+    listed = subprocess.run([python, "-m", "pytest_sys1cal", "docs"], cwd=tmp_path, capture_output=True, text=True)
+    assert listed.returncode == 0 and all(f"  {page.stem} " in listed.stdout for page in pages), listed.stdout
+    for cited in ("setup", "docs/thresholds.md"):  # by name, or as a message cites it
+        page = subprocess.run(
+            [python, "-m", "pytest_sys1cal", "docs", cited], cwd=tmp_path, capture_output=True, text=True
+        )
+        expected = (REPO / "docs" / f"{Path(cited).stem}.md").read_text(encoding="utf-8")
+        assert page.returncode == 0 and page.stdout == expected
+    missing = subprocess.run(
+        [python, "-m", "pytest_sys1cal", "docs", "nope"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert missing.returncode == 4 and missing.stderr.startswith("error: no page 'nope'; the pages are: cassettes,")

@@ -195,7 +195,8 @@ def test_concurrent_recording_honours_concurrency_then_replays_offline(
             [
                 "sys1cal: recording 12 of 12 renderings (0 already have cassettes)",
                 "sys1cal: 24 requests (2 repeats); about * input tokens ≈ $0.00* at $0.042 per million input tokens"
-                " (estimate: characters of each JSON request body ÷ 4)",
+                " (Jev's list price; --sys1cal-price sets your server's; estimate: characters of each JSON request"
+                " body ÷ 4)",
                 "sys1cal: concurrency 4, no rate limit",
                 "*sys1cal: recorded 24 requests in * s, * requests/s; * input tokens reported by the server ≈ $*",
             ]
@@ -451,9 +452,9 @@ def test_max_cost_refuses_to_start_and_leaves_nothing_behind(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "ERROR: sys1cal: recording 60 requests would cost about $0.0017 (* input tokens at $0.042 per million;"
-            " estimate: characters of each JSON request body ÷ 4), more than --sys1cal-max-cost $1e-05. Nothing was"
-            " sent.*"
+            "ERROR: sys1cal: recording 60 requests would cost about $0.0017 (* input tokens at $0.042 per million,"
+            " Jev's list price; --sys1cal-price sets your server's; estimate: characters of each JSON request body"
+            " ÷ 4), more than --sys1cal-max-cost $1e-05. Nothing was sent.*"
         ]
     )
     assert server.requests == 0 and not root.exists()

@@ -278,3 +278,102 @@ def test_help_lists_both_commands() -> None:
     done = subprocess.run([sys.executable, "-m", "pytest_sys1cal", "--help"], capture_output=True, text=True)
     assert "thresholds" in done.stdout and "init" in done.stdout
     assert shutil.which("bash"), "the >> tests need bash"
+
+
+# ================================================================== --update: rewritten in place, with a diff
+
+
+def update(tmp_path: Path, report: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return thresholds(str(GOLDEN / f"{report}-report.json"), "--update", *args, cwd=tmp_path)
+
+
+def test_update_adds_a_version_block_where_appending_was_refused(tmp_path: Path) -> None:
+    """The shipped file: jev's section is followed by semif's, so `>>` refuses a jev version block; --update puts
+    it at the end of jev's section, every other line as it was, and shows the change as a diff."""
+    shipped = (REPO / "thresholds.yaml").read_text(encoding="utf-8")
+    (tmp_path / "thresholds.yaml").write_text(shipped, encoding="utf-8")
+    done = update(tmp_path, "jev", "--version", "jev-1.14.0")
+    assert done.returncode == 0, done.stderr
+    after = (tmp_path / "thresholds.yaml").read_text(encoding="utf-8")
+    added = [line[1:] for line in done.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert not [line for line in done.stdout.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert "".join(line + "\n" for line in added) in after
+    assert after.replace("".join(line + "\n" for line in added), "", 1) == shipped  # nothing else moved
+    assert after.index("  jev-1.14.0:") < after.index("\nsemif:")
+    report = json.loads((GOLDEN / "jev-report.json").read_text())
+    assert {g.name: g.limit for g in parse_thresholds(after, "t", "jev", "jev-1.14.0").gates} == expected_gates(report)
+    assert done.stderr.startswith("updated thresholds.yaml: 19 gates for jev jev-1.14.0 (the diff above;")
+    again = update(tmp_path, "jev", "--version", "jev-1.14.0")
+    assert again.returncode == 0 and again.stdout == ""
+    assert "the gates of jev jev-1.14.0 are already these; nothing to change" in again.stderr
+    assert (tmp_path / "thresholds.yaml").read_text(encoding="utf-8") == after
+
+
+def test_update_rewrites_a_version_block_and_only_it(tmp_path: Path) -> None:
+    shipped = (REPO / "thresholds.yaml").read_text(encoding="utf-8")
+    (tmp_path / "thresholds.yaml").write_text(shipped, encoding="utf-8")
+    done = update(tmp_path, "typed-gguf", "--version", "--min-slack", "0.02")
+    assert done.returncode == 0, done.stderr
+    after = (tmp_path / "thresholds.yaml").read_text(encoding="utf-8")
+    report = json.loads((GOLDEN / "typed-gguf-report.json").read_text())
+    expected = threshold_rule(report["items"], min_slack=0.02)
+    gates = parse_thresholds(after, "t", "systemone", "typed-gguf-smollm2-135m").gates
+    assert {g.name: g.limit for g in gates} == {
+        f"{lim.primitive}.{lim.key}": lim.limit for lim in expected.limits if lim.limit is not None
+    } | {"uncertainty.require_lambda_positive": 0.01}
+    # Every other model and version reads as before, and the lines above the block are the shipped ones.
+    for model, version in (("jev", None), ("jev", "jev-1.13.0"), ("semif", None), ("semif", "gemma-3-270m-q4_k_m")):
+        before_gates = parse_thresholds(shipped, "t", model, version).gates
+        assert [(g.name, g.limit) for g in parse_thresholds(after, "t", model, version).gates] == [
+            (g.name, g.limit) for g in before_gates
+        ]
+    head = shipped.split("  typed-gguf-smollm2-135m:", 1)[0]
+    assert after.startswith(head)
+    assert "(minimum slack; 2·SE" in after.split(head, 1)[1]
+
+
+def test_update_of_the_models_gates_keeps_its_settings_versions_and_comments(tmp_path: Path) -> None:
+    text = jev_only_file()
+    (tmp_path / "thresholds.yaml").write_text(text, encoding="utf-8")
+    done = update(tmp_path, "typed-gguf", "--model", "jev")
+    assert done.returncode == 0, done.stderr
+    after = (tmp_path / "thresholds.yaml").read_text(encoding="utf-8")
+    new = parse_thresholds(after, "t", "jev", None)
+    assert {g.name: g.limit for g in new.gates} == expected_gates(
+        json.loads((GOLDEN / "typed-gguf-report.json").read_text())
+    )
+    old = parse_thresholds(text, "t", "jev", None)
+    assert (new.regression, new.decisions) == (old.regression, old.decisions)  # the team's settings stay
+    for kept in (
+        "  jev-1.13.0:\n    # The bundled cassettes are reconstructed from the paper's per-item outputs: no swapped Choice was asked.\n",
+        "  # A version overrides the gates above for runs with --sys1cal-model-version equal to its key; keys it\n",
+        "    # Upgrade gate against --sys1cal-baseline: mean OVL per primitive, paired by rendering, latent-problem\n",
+        "  # Example, to be filled in from a jev-1.14.0 run:\n",
+    ):
+        assert kept in after, kept
+    assert after.startswith(preamble((REPO / "thresholds.yaml").read_text(encoding="utf-8"))[:200])
+
+
+@pytest.mark.parametrize(
+    ("text", "args", "expected"),
+    [
+        ("jev: {noul: {min_mean_ovl: 0.5}}\n", [], "error: thresholds.yaml:1: jev's section is written in flow style"),
+        ("jev:\n  choise: {min_mean_ovl: 0.7}\n", [], "error: thresholds.yaml:2: jev.choise: unknown key 'choise'"),
+        ("jev: null\n", ["--paste"], "error: --update rewrites the thresholds file and --paste reads none"),
+        ("jev: null\n", ["--min-slack", "-1"], "error: --min-slack -1: give a distance in [0, 1)"),
+    ],
+)
+def test_update_refusals_write_nothing(tmp_path: Path, text: str, args: list[str], expected: str) -> None:
+    (tmp_path / "thresholds.yaml").write_text(text, encoding="utf-8")
+    done = update(tmp_path, "jev", *args)
+    assert done.returncode == 4 and done.stdout == "", done.stderr
+    assert done.stderr.startswith(expected), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert (tmp_path / "thresholds.yaml").read_text(encoding="utf-8") == text
+
+
+def test_update_starts_a_file_that_does_not_exist(tmp_path: Path) -> None:
+    done = update(tmp_path, "semif")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("--- thresholds.yaml (before)\n+++ thresholds.yaml (after)\n")
+    assert list(yaml.safe_load((tmp_path / "thresholds.yaml").read_text())) == ["semif"]

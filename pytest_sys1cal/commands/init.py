@@ -1,9 +1,13 @@
-"""`python -m pytest_sys1cal init`: set a project up for pytest-sys1cal. Writes a starter thresholds.yaml, a
-GitHub Actions workflow (.github/workflows/sys1cal.yml) and .gitattributes lines for the cassettes, then prints
-the pytest ini snippet and the next steps; it edits no existing file (pyproject.toml included).
+"""`python -m pytest_sys1cal init`: set a project up for pytest-sys1cal. Writes a starter thresholds.yaml (for
+jev the shipped section; for any other model that model's section only, with no gates until `thresholds
+--update` writes them from a run of the version the team trusts), a GitHub Actions workflow
+(.github/workflows/sys1cal.yml) and .gitattributes lines for the cassettes, then prints the pytest ini snippet
+and the next steps.
 
-It never overwrites: when any of the files exists it writes nothing at all and exits 4 naming them, like
-every usage error. The files and why: docs/setup.md.
+It never overwrites: when thresholds.yaml or the workflow exists it writes nothing at all and exits 4 naming
+them, like every usage error. An existing .gitattributes (most repositories have one) gets the lines it lacks
+added at its end, every other line as it was. `--show` prints what it would write, and writes nothing. The
+files and why: docs/setup.md.
 """
 
 from __future__ import annotations
@@ -16,8 +20,12 @@ from pathlib import Path
 from .. import __version__
 from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, BundledError
 from ..errors import EXIT_INPUT, InputError
+from ..files import write_atomic
 from ..models import BUILTIN_ADAPTERS
-from .project_files import Project, files, ini_snippet, next_steps
+from .project_files import Project, files, ini_snippet, merged_gitattributes, next_steps
+
+GITATTRIBUTES = ".gitattributes"
+NEW, ADD, KEEP, EXISTS = "new", "add", "keep", "exists"  # what init does with each file
 
 # A version names a cassette folder and goes into YAML and shell lines: keep it to characters safe in all three.
 VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -41,18 +49,63 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dir", type=Path, default=Path("."), help="the project's root, where the files go (default: here)"
     )
+    parser.add_argument(
+        "--show", action="store_true", help="print what init would write (and which files exist), and write nothing"
+    )
+
+
+Planned = dict[Path, tuple[str, str]]  # path → (text, what init does: NEW, ADD, KEEP or EXISTS)
 
 
 def main(args: argparse.Namespace) -> int:
     try:
         project = _project(args.model, args.version)
-        planned = {args.dir / name: text for name, text in files(project).items()}
+        if not args.dir.is_dir():
+            raise InitError(f"--dir {args.dir}: no such directory; create it, or run init in the project's root")
+        planned = _plan(args.dir, project)
+        if args.show:
+            print(_show(planned, project))
+            return 0
         _write_all(args.dir, planned)
     except (InitError, BundledError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    print(_summary(args.dir, list(planned), project))
+    print(_summary(planned, project))
     return 0
+
+
+def _plan(root: Path, project: Project) -> Planned:
+    """Each file's text and what init does with it; an existing .gitattributes gets the lines it lacks."""
+    planned: Planned = {}
+    for name, text in files(project).items():
+        path = root / name
+        exists = path.exists() or path.is_symlink()
+        if name == GITATTRIBUTES and exists and path.is_file() and not path.is_symlink():
+            try:
+                merged = merged_gitattributes(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InitError(f"{path}: cannot read it ({exc}); init wrote nothing") from None
+            planned[path] = (merged, ADD) if merged is not None else (text, KEEP)
+        else:
+            planned[path] = (text, EXISTS if exists else NEW)
+    return planned
+
+
+def _show(planned: Planned, project: Project) -> str:
+    """What init would do, file by file, with each file's text; nothing is written."""
+    lines = ["init --show: nothing was written. With these options init would:", ""]
+    for path, (text, how) in planned.items():
+        if how == KEEP:
+            lines += [f"---- {path}: exists and has init's lines already; left as it is", ""]
+            continue
+        if how == ADD:
+            added = text[len(path.read_text(encoding="utf-8")) :]
+            lines += [f"---- {path}: exists; these lines would be added at its end", added.rstrip("\n"), ""]
+            continue
+        what = "would be written" if how == NEW else "EXISTS, so init would stop and write nothing; it would write"
+        lines += [f"---- {path}: {what}", text.rstrip("\n"), ""]
+    lines += _closing(project)
+    return "\n".join(lines)
 
 
 def _project(model: str, version: str | None) -> Project:
@@ -86,22 +139,28 @@ def _project(model: str, version: str | None) -> Project:
     )
 
 
-def _write_all(root: Path, planned: dict[Path, str]) -> None:
+def _write_all(root: Path, planned: Planned) -> None:
     """Write every file, or none: existing files are refused before anything is written, and a failure half
-    way (a file appearing meanwhile, a read-only folder) removes what this call wrote."""
-    if not root.is_dir():
-        raise InitError(f"--dir {root}: no such directory; create it, or run init in the project's root")
-    existing = [str(path) for path in planned if path.exists() or path.is_symlink()]
+    way (a file appearing meanwhile, a read-only folder) removes what this call wrote and restores what it
+    added to."""
+    existing = [str(path) for path, (_text, how) in planned.items() if how == EXISTS]
     if existing:
         raise InitError(
             f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; init never overwrites and "
-            "wrote nothing: move or delete "
-            f"{'it' if len(existing) == 1 else 'them'} and run init again, or merge docs/setup.md's content by hand"
+            f"wrote nothing: move or delete {'it' if len(existing) == 1 else 'them'} and run init again, or see what "
+            "init would write with --show and merge it by hand (python -m pytest_sys1cal docs setup)"
         )
     written: list[Path] = []
     made: list[Path] = []
+    restore: dict[Path, str] = {}
     try:
-        for path, text in planned.items():
+        for path, (text, how) in planned.items():
+            if how == ADD:
+                restore[path] = path.read_text(encoding="utf-8")
+                write_atomic(path, text)
+                continue
+            if how == KEEP:
+                continue
             for parent in reversed(path.parents):
                 if not parent.exists() and parent.is_relative_to(root):
                     parent.mkdir()
@@ -114,13 +173,25 @@ def _write_all(root: Path, planned: dict[Path, str]) -> None:
             path.unlink(missing_ok=True)
         for folder in reversed(made):
             folder.rmdir()
+        for path, text in restore.items():
+            write_atomic(path, text)
         raise InitError(f"{exc.filename or root}: {exc.strerror or exc}; init wrote nothing") from None
 
 
-def _summary(root: Path, written: list[Path], project: Project) -> str:
-    lines = [f"Wrote {', '.join(str(path) for path in written)}.", ""]
-    lines += ["Add to pyproject.toml (or, without quotes, to the [pytest] section of pytest.ini):", ""]
+def _summary(planned: Planned, project: Project) -> str:
+    wrote = [str(path) for path, (_text, how) in planned.items() if how == NEW]
+    lines = [f"Wrote {', '.join(wrote)}."]
+    for path, (_text, how) in planned.items():
+        if how == ADD:
+            lines[0] += f" Added init's lines to the end of {path} (the rest as it was)."
+        elif how == KEEP:
+            lines[0] += f" {path} has init's lines already."
+    return "\n".join([*lines, "", *_closing(project)])
+
+
+def _closing(project: Project) -> list[str]:
+    lines = ["Add to pyproject.toml (or, without quotes, to the [pytest] section of pytest.ini):", ""]
     lines += [f"    {line}" for line in ini_snippet(project).splitlines()]
     lines += ["", "Next:"]
     lines += [f"  {number}. {step}" for number, step in enumerate(next_steps(project), start=1)]
-    return "\n".join(lines)
+    return lines

@@ -37,35 +37,49 @@ def files(project: Project) -> dict[str, str]:
 
 
 def thresholds_file(project: Project) -> str:
-    """The shipped section of the bundled reference (the model's own when the model is jev), under a header
-    saying how to add the project's own gates with the `thresholds` command."""
-    shipped = shipped_thresholds()
+    """For jev, the section pytest-sys1cal ships (tuned on the bundled reference); for any other model, that
+    model's section only, empty until `thresholds --update` writes its gates from a run of the version the team
+    trusts: never another model's floors (docs/setup.md)."""
     head = [
         "thresholds.yaml of this project, read by pytest-sys1cal (written by `python -m pytest_sys1cal init`).",
-        "A mistake in it stops every run with the file, line and fix; the schema: docs/thresholds.md of pytest-sys1cal.",
+        "A mistake in it stops every run with the file, line and fix. The schema: `python -m pytest_sys1cal docs "
+        "thresholds`;",
+        "how gates are written and kept up to date: `python -m pytest_sys1cal docs setup`.",
         "",
     ]
+    write = f"python -m pytest_sys1cal thresholds {REPORT} --update"
     if project.is_reference:
+        shipped = shipped_thresholds()
         head += [
             "The jev section below is the one pytest-sys1cal ships, tuned on the bundled reference cassettes",
             "(jev-1.13.0, reconstructed from the Sys1Cal-v1 paper's per-item outputs); its gates apply to every jev",
-            "version without a block of its own. When you record a new version, add that version's block, computed",
-            "from the report of a full run by the same rule (docs/setup.md):",
+            "version without a block of its own. When you record a new version, give it a block of its own, computed",
+            "from the report of a full run by the same rule (rewritten in place, with the change printed as a diff):",
             f"  pytest --sys1cal --sys1cal-model-version=NEW --sys1cal-report={REPORT}",
-            f"  python -m pytest_sys1cal thresholds {REPORT} --version >> thresholds.yaml",
+            f"  {write} --version",
         ]
-    else:
-        head += [
-            f"{project.model} has no gates yet: until it has a section, a run of it says `this run gates nothing`.",
-            f"Record {project.model}, then append the section computed from the report of a full run (docs/setup.md):",
-            f"  pytest --sys1cal --sys1cal-report={REPORT}",
-            f"  python -m pytest_sys1cal thresholds {REPORT} >> thresholds.yaml",
-            "",
-            "Below, the section shipped for the bundled Jev reference (`pytest --sys1cal --sys1cal-model=jev` replays",
-            "it with no key and no network). It also keeps this file from being empty, which the plugin refuses.",
-        ]
-    header = "".join(f"# {line}\n" if line else "#\n" for line in head)
-    return f"{header}#\n{preamble(shipped)}{model_section(shipped, REFERENCE_MODEL)}"
+        header = "".join(f"# {line}\n" if line else "#\n" for line in head)
+        return f"{header}#\n{preamble(shipped)}{model_section(shipped, REFERENCE_MODEL)}"
+    header = "".join(f"# {line}\n" if line else "#\n" for line in head[:-1])
+    return f"{header}\n{no_gates_yet(project.model, project.version)}"
+
+
+def no_gates_yet(model: str, version: str) -> str:
+    """A model's section with no gates yet, under a comment saying how to write them; `thresholds --update`
+    replaces the comment with the gates' own header (thresholds_update.GENERATED_MARK is in it)."""
+    record = (
+        f"pytest --sys1cal --sys1cal-model={model} --sys1cal-model-version={version} --sys1cal-record-mode=once "
+        f"--sys1cal-report={REPORT}"
+    )
+    lines = [
+        f"{model}: no gates yet, so a run of it says so and gates nothing. Write them from a full run of the version",
+        f"you trust ({version}), recorded with its report:",
+        f"  {record}",
+        f"  python -m pytest_sys1cal thresholds {REPORT} --update",
+        f"They then hold every version of {model} without a block of its own, and --sys1cal-baseline={version}",
+        "compares a later version with it, rendering by rendering.",
+    ]
+    return "".join(f"# {line}\n" for line in lines) + f"{model}:\n"
 
 
 def workflow(project: Project) -> str:
@@ -116,15 +130,17 @@ def next_steps(project: Project) -> list[str]:
             f"commit thresholds.yaml, {WORKFLOW} and .gitattributes: CI replays on every push and pull request",
             secret,
             f"{dispatch}, then set MODEL_VERSION in {WORKFLOW} to gate it",
-            f"gates for that version, from its {REPORT} (in the record job's sys1cal-reports artifact): "
-            f"python -m pytest_sys1cal thresholds {REPORT} --version >> thresholds.yaml",
+            f"gates for that version, from its {REPORT} (in the record job's sys1cal-reports artifact), written "
+            f"into thresholds.yaml in place (the change printed as a diff): "
+            f"python -m pytest_sys1cal thresholds {REPORT} --version --update",
         ]
     return [
         f"record {project.version}{key}: pytest --sys1cal --sys1cal-record-mode=once --sys1cal-max-cost=5 "
         f"--sys1cal-report={REPORT}, then commit cassettes/{project.model}/{project.version}/ (or record in CI: 4.)",
         f"commit thresholds.yaml, {WORKFLOW} and .gitattributes: CI replays {project.version} on every push and "
         "pull request (and fails, saying so, until its cassettes are committed)",
-        f"gates for it: python -m pytest_sys1cal thresholds {REPORT} >> thresholds.yaml",
+        f"gates for it, written into thresholds.yaml in place (the change printed as a diff): "
+        f"python -m pytest_sys1cal thresholds {REPORT} --update",
         secret,
         dispatch,
     ]
@@ -132,10 +148,27 @@ def next_steps(project: Project) -> list[str]:
 
 GITATTRIBUTES = """\
 # pytest-sys1cal: cassettes are model traffic written by the plugin. GitHub collapses them in pull requests and
-# leaves them out of the language statistics, and `git diff` does not print them; the manifests stay readable.
+# leaves them out of the language statistics, and `git diff` does not print them. The manifests stay readable and
+# diffable, so a pull request shows what was recorded (the model and server, the repeats, the questions).
 cassettes/** linguist-generated=true -diff
 cassettes/**/manifest.json linguist-generated=false diff
 """
+
+
+def merged_gitattributes(existing: str | None) -> str | None:
+    """The text of .gitattributes with init's lines: the whole file when there is none, else the existing text
+    with the attribute lines it lacks added at the end (after the comment); None when it has them all."""
+    if existing is None:
+        return GITATTRIBUTES
+    have = {" ".join(line.split()) for line in existing.splitlines()}
+    wanted = [line for line in GITATTRIBUTES.splitlines() if line and not line.startswith("#")]
+    missing = [line for line in wanted if " ".join(line.split()) not in have]
+    if not missing:
+        return None
+    comments = [line for line in GITATTRIBUTES.splitlines() if line.startswith("#")]
+    gap = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
+    return existing + gap + "\n".join([*comments, *missing]) + "\n"
+
 
 WORKFLOW_TEMPLATE = (
     """\

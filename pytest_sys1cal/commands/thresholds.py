@@ -22,11 +22,13 @@ import yaml
 
 from .. import __version__
 from ..errors import EXIT_INPUT, InputError
+from ..files import write_atomic
 from ..gates.config import parse_thresholds
 from ..gates.schema import SECTIONS, ThresholdsError
-from ..gates.thresholds_rule import DEFAULT_RESAMPLES, MIN_RESAMPLES, RuleResult, threshold_rule
+from ..gates.thresholds_rule import DEFAULT_RESAMPLES, MIN_RESAMPLES, MIN_SLACK, RuleResult, threshold_rule
 from ..report.document import ReportDocument, ReportError, read_report
 from ..report.thresholds_text import SETTINGS, Shape, render_section, rule_header
+from .thresholds_update import UpdateError, append, kept_settings, layout, replace_model, replace_version, unified
 
 FROM_REPORT = object()  # `--version` given without a name: the report's version
 
@@ -62,6 +64,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--paste", action="store_true", help="read no thresholds file: print the section for a file that has none"
     )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="rewrite the model's gates (with --version: that version's block) in the thresholds file in place, "
+        "every other line as it was, and print the change as a diff",
+    )
+    parser.add_argument(
+        "--min-slack",
+        type=float,
+        default=MIN_SLACK,
+        metavar="S",
+        help=f"the least distance of a limit from the measured value (default {MIN_SLACK:g}): covers what one "
+        "recording cannot show",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -72,19 +88,25 @@ def main(args: argparse.Namespace) -> int:
             )
         if args.seed < 0:
             raise SectionError(f"--seed {args.seed}: give a whole number ≥ 0")
+        if not 0 <= args.min_slack < 1:
+            raise SectionError(f"--min-slack {args.min_slack:g}: give a distance in [0, 1), e.g. {MIN_SLACK:g}")
+        if args.update and args.paste:
+            raise SectionError("--update rewrites the thresholds file and --paste reads none: give one of them")
         report = read_report(args.report)
         _check_full_run(report, str(args.report))
         model = args.model or _report_model(report, "name", str(args.report))
         version = _report_model(report, "version", str(args.report)) if args.version is FROM_REPORT else args.version
         try:
-            result = threshold_rule(report["items"], resamples=args.resamples, seed=args.seed)
+            result = threshold_rule(report["items"], resamples=args.resamples, seed=args.seed, min_slack=args.min_slack)
         except ValueError as exc:
             raise SectionError(f"{args.report}: {exc}") from None
+        if args.update:
+            return _update(args.file, report, str(args.report), result, model, version)
         target = None if args.paste else _Target.read(args.file, model)
         shape = _shape(target, model, version, args.file)
         text = render_section(result, shape, _header(report, str(args.report), shape, result), _costs(report))
         _verify(target, text, model, version, result)
-    except (ReportError, ThresholdsError, SectionError) as exc:
+    except (ReportError, ThresholdsError, SectionError, UpdateError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     sys.stdout.write(text)
@@ -133,8 +155,81 @@ def _header(report: ReportDocument, where: str, shape: Shape, result: RuleResult
         f"{dataset.get('name')} sha256 {str(dataset.get('sha256'))[:12]}…, {result.renderings} renderings, "
         f"{result.latent_problems} latent problems. Printed by `python -m pytest_sys1cal thresholds` "
         f"(pytest-sys1cal {__version__}).",
-        rule_header(result),
+        *rule_header(result),
     ]
+
+
+# ----------------------------------------------------------------------------------------------- --update
+
+
+def _update(path: Path, report: ReportDocument, where: str, result: RuleResult, model: str, version: str | None) -> int:
+    """Rewrite the model's gates (or one version's block) in `path` in place, checked by the plugin's own
+    reader first; print the change as a diff (stdout) and one line saying what was done (stderr)."""
+    target = _Target.read(path, model)
+    before = target.text or ""
+    place = layout(before, model, str(path)) if target.line else None
+    costs = _costs(report)
+    if place is None or place.model_line is None:
+        shape = Shape(model, version, nested=True)
+        after = append(before, render_section(result, shape, _header(report, where, shape, result), costs))
+    else:
+        kept = kept_settings(place, version)
+        if version is None:
+            shape = Shape(model, None, step=place.child_indent, settings=tuple(n for n in SETTINGS if n not in kept))
+            after = replace_model(place, render_section(result, shape, _header(report, where, shape, result), costs))
+        else:
+            settings = tuple(n for n in SETTINGS if n not in target.settings and n not in kept)
+            shape = Shape(
+                model, version, indent=place.child_indent, step=place.child_indent, inherited=target.inherited,
+                settings=settings,
+            )  # fmt: skip
+            block = render_section(result, shape, _header(report, where, shape, result), costs)
+            after = replace_version(place, version, block)
+    _verify_update(target, before, after, model, version, result)
+    what = f"{model}{' ' + version if version else ''}"
+    if after == before:
+        print(f"{path}: the gates of {what} are already these; nothing to change", file=sys.stderr)
+        return 0
+    write_atomic(path, after)
+    sys.stdout.write(unified(before, after, str(path)))
+    gates = sum(lim.limit is not None for lim in result.limits) + (result.uncertainty.flag is not None)
+    print(
+        f"updated {path}: {gates} gates for {what} (the diff above; every other line as it was, checked with the "
+        "plugin's own reader); review it and commit it",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _verify_update(
+    target: _Target, before: str, after: str, model: str, version: str | None, result: RuleResult
+) -> None:
+    """The rewritten file must give the model (version) exactly the printed gates, and every other model and
+    version (for a version's block: the model's own section too) exactly what it gave before."""
+    _verify(None, after, model, version, result, where=str(target.path))
+    if not before.strip():
+        return
+    try:
+        old, new = yaml.safe_load(before) or {}, yaml.safe_load(after) or {}
+    except yaml.YAMLError as exc:
+        raise UpdateError(f"{target.path}: the rewritten file would not be YAML ({exc}); nothing was written") from None
+    for name, section in old.items():
+        versions = [None, *(k for k in (section or {}) if k not in SECTIONS)]
+        for other in versions:
+            if name == model and (version is None or other == version):
+                continue  # what this update rewrites (for the model's own section: every version built on it)
+            gates = [_gates(text, str(target.path), name, other) for text in (before, after)]
+            if gates[0] != gates[1]:
+                raise UpdateError(
+                    f"{target.path}: rewritten, the file would change the gates of {name} {other or ''}; nothing "
+                    "was written. Print the block with --paste and place it by hand"
+                )
+    if set(old) - set(new):
+        raise UpdateError(f"{target.path}: rewritten, the file would lose a model's section; nothing was written")
+
+
+def _gates(text: str, where: str, model: str, version: str | None) -> list[tuple[str, float]]:
+    return [(g.name, g.limit) for g in parse_thresholds(text, where, model, version).gates]
 
 
 # ---------------------------------------------------------------------------------- the thresholds file
@@ -228,16 +323,20 @@ def _shape(target: _Target | None, model: str, version: str | None, path: Path) 
     )
 
 
-def _verify(target: _Target | None, text: str, model: str, version: str | None, result: RuleResult) -> None:
-    """The file with the block appended (or the block alone, when there is no file), read by the plugin's own
-    reader, must give exactly the printed gates."""
+def _verify(
+    target: _Target | None, text: str, model: str, version: str | None, result: RuleResult, where: str | None = None
+) -> None:
+    """The file with the block appended (or the block alone, when there is no file; or a whole rewritten file
+    named by `where`), read by the plugin's own reader, must give exactly the printed gates."""
     combined = (target.text or "") + text if target is not None else text
-    where = str(target.path) if target is not None else "the printed section"
+    how = "rewritten in place" if where else "appended"
+    where = where or (str(target.path) if target is not None else "the printed section")
     try:
         resolved = parse_thresholds(combined, where, model, version)
     except ThresholdsError as exc:
         raise SectionError(
-            f"appended, this block would break the file: {exc}; print it with --paste and place it by hand"
+            f"{how}, this block would break the file: {exc}; nothing was written. Print it with --paste and place "
+            "it by hand"
         ) from None
     expected = {f"{lim.primitive}.{lim.key}": lim.limit for lim in result.limits if lim.limit is not None}
     if result.uncertainty.flag:
@@ -246,7 +345,7 @@ def _verify(target: _Target | None, text: str, model: str, version: str | None, 
     if got != expected:
         differ = sorted(set(got.items()) ^ set(expected.items()))
         raise SectionError(
-            f"{where}: appended there, this block would not give {model} {version or ''} the printed gates "
+            f"{where}: {how} there, this block would not give {model} {version or ''} the printed gates "
             f"(differing: {', '.join(name for name, _ in differ)}); print it with --paste and place it by hand"
         )
 

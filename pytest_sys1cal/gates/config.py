@@ -95,7 +95,10 @@ def parse_thresholds(
     known = tuple(models[model][1])
     chosen = resolved[model][version] if version in known else resolved[model][None]
     layers = (model, f"{model}[{version}]") if version in known else (model,)
-    return Thresholds(path=filename, model=model, version=version, layers=layers, versions=known, **chosen)
+    lines = {model: reader.key_lines[model]}
+    if version is not None and version in known:
+        lines[f"{model}[{version}]"] = models[model][1][version][1]
+    return Thresholds(path=filename, model=model, version=version, layers=layers, versions=known, lines=lines, **chosen)
 
 
 class _Layers(Nodes):
@@ -185,7 +188,7 @@ class _Reader(_Layers):
                 0,
                 "",
                 "the file is empty (or only comments), so it would gate nothing; give your model a section "
-                "(docs/thresholds.md), or remove the file to run without threshold gates",
+                "(python -m pytest_sys1cal docs thresholds), or remove the file to run without threshold gates",
             )
         models: dict[str, tuple[_Layer, dict[str, tuple[_Layer, int]]]] = {}
         for key, key_node, value in self.mapping(root, "", "the top level (model names)"):

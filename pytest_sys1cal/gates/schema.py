@@ -70,6 +70,25 @@ class Thresholds:
     regression: RegressionConfig
     versions: tuple[str, ...] = ()  # version keys present under this model
     notice: str | None = None  # why nothing applies (no section for this model), for the summary
+    lines: Mapping[str, int] = field(default_factory=dict)  # each layer's key line in the file
+
+    @property
+    def inherited(self) -> bool:
+        """The run's version has no block of its own: it is held to the model's section as it is."""
+        return self.version is not None and len(self.layers) == 1
+
+    def provenance(self) -> str:
+        """Where the gates in force come from, in words: the model's section (inherited by a version without a
+        block of its own), or the model's section with the version's block laid over it."""
+        if not self.layers:
+            return self.notice or "no gates"
+        model = f"{self.model}'s section (line {self.lines.get(self.model, '?')})"
+        if len(self.layers) == 2:
+            block = self.layers[1]
+            return f"{model} with {block}'s block (line {self.lines.get(block, '?')}) laid over it"
+        if self.inherited:
+            return f"{model}, inherited: {self.version} has no block of its own"
+        return model
 
     def analysis_options(self) -> dict[str, float]:
         """Keyword arguments for analysis.analyze (its name for deferral_cost is defer_cost)."""
@@ -79,4 +98,7 @@ class Thresholds:
     def describe(self) -> str:
         if not self.layers:
             return f"{self.path}: {self.notice or 'no gates'}"
-        return f"{self.path}: {' + '.join(self.layers)} ({len(self.gates)} gates)"
+        if not self.gates:
+            return f"{self.path}: {' + '.join(self.layers)} (no gates)"
+        inherited = f"; {self.version} has no block of its own and inherits them" if self.inherited else ""
+        return f"{self.path}: {' + '.join(self.layers)} ({len(self.gates)} gates{inherited})"

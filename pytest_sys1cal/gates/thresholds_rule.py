@@ -1,18 +1,24 @@
 """The rule behind thresholds.yaml's limits, computed from one run's per-rendering results.
 
-Each gated statistic is measured on the run, and its standard error is the bootstrap SE over latent
-problems: the problems are drawn with replacement (every rendering of a drawn problem comes along; a problem
-drawn twice counts twice) and the statistic recomputed on each resample. The limit is the measured value
-moved 2 SEs in the tolerant direction and rounded outwards to the next 0.005: a floor for mean and median
-OVL, a ceiling for representation TV, ECE, Brier, the option-swap shift and the first-position bias
-(docs/setup.md, "The rule"). A different draw of problems moves a statistic by about one SE; a re-recording
-of the same renderings moves it far less, so repeat noise cannot flip the gate.
+A limit sits a margin away from the measured value, in the tolerant direction, rounded outwards to the next
+0.005: a floor for mean and median OVL, a ceiling for representation TV, ECE, Brier, the option-swap shift and
+the first-position bias (docs/thresholds.md, "The rule"). The margin is the largest of three distances, each
+covering something one recording shows, or cannot show:
 
-Every statistic here is a weighted version of the analysis's own (a resample is a vector of multiplicities
-per latent problem), so all resamples are computed at once with matrix products rather than by re-running
-the analysis per resample: on 365 renderings 500 resamples take well under a second. Row 0 of every weight
-matrix is all ones, which gives the measured value by the same code; the tests check it equals the
-analysis's value and that the SEs equal those of re-running the analysis on resampled items.
+- 2 bootstrap SEs over latent problems (the problems drawn with replacement, every rendering of a drawn
+  problem along): how far the statistic moves on another draw of problems;
+- 3·√2 repeat-noise SEs, where the recording asked renderings more than once: a second recording of the same
+  renderings differs from this one by repeat noise alone, whose difference has √2 times the SE of one
+  recording, so a re-recording of the same model fails such a limit with probability ≤ P(Z > 3) ≈ 0.13 %;
+- a stated minimum slack (0.01 by default), for what one recording cannot see: a statistic whose measured
+  spread is zero (a server that answers every repeat alike, one repeat per rendering, an order-blind model's
+  swap shift of exactly 0) would otherwise get a limit on the measured value itself, which the first
+  recording with a little noise fails.
+
+Statistics under problem resamples are weighted versions of the analysis's own, all resamples at once
+(gates/rule_statistics.py); row 0 of every weight matrix is all ones, which gives the measured value by the
+same code. The tests check it equals the analysis's value and that the SEs equal those of re-running the
+analysis on resampled items; bench/aa_thresholds.py checks the limits on independent re-recordings.
 
 The uncertainty gate (λ) follows the same idea on the valid test's t statistic (docs/statistics.md §2.3):
 `require_lambda_positive` when t − 2·SE(t) is beyond the one-sided critical value at α, `require_lambda_zero`
@@ -31,41 +37,40 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.calibration import BINS, equal_width_bins
 from ..analysis.items import ItemTable, aggregate_items
 from ..analysis.latent import ROUNDING
 from ..analysis.primitives import primitive_probabilities
-from ..analysis.sensitivity import per_problem_spread
 from ..analysis.stats import Clusters
 from ..analysis.student_t import t_ppf
-from ..analysis.swap import first_position_share
 from ..vocabulary import PRIMITIVES
-from .kinds import Bound, kinds_in
+from .rule_statistics import CHOICE_GATES, PRIMITIVE_GATES, REPEAT_RESAMPLES, repeat_spread, statistics
+from .rule_statistics import weighted_median as _weighted_median  # noqa: F401  (the tests check it here)
 
 STEP = 0.005  # limits are rounded outwards to a multiple of this
-SES = 2.0  # how many standard errors a limit sits from the measured value
+SES = 2.0  # how many problem-bootstrap standard errors a limit sits from the measured value, at least
+REPEAT_Z = 3.0  # how many SEs of the difference of two recordings (√2 × one recording's repeat SE), at least
+MIN_SLACK = 0.01  # the least distance of a limit from the measured value
 LAMBDA_ALPHA = 0.01  # the level of the λ gate the rule writes (the shipped file's)
 DEFAULT_RESAMPLES = 500
 MIN_RESAMPLES = 20
-# (gate key, bound, highest valid limit) in thresholds.yaml's order, from the gate kinds themselves; the swap
-# gates exist for Choice only.
-PRIMITIVE_GATES = tuple((k.key, k.bound, k.high) for k in kinds_in("noul") if isinstance(k, Bound))
-CHOICE_GATES = tuple(
-    (k.key, k.bound, k.high) for k in kinds_in("choice") if isinstance(k, Bound) and k.sections == ("choice",)
-)
+__all__ = ["CHOICE_GATES", "PRIMITIVE_GATES", "Limit", "LambdaRule", "RuleResult", "threshold_rule"]
 
 
 @dataclass(frozen=True)
 class Limit:
-    """One gate of the rule: measured value, bootstrap SE and limit, or the reason it is left out."""
+    """One gate of the rule: measured value, SEs, the margin and what set it, and the limit; or the reason
+    it is left out."""
 
     primitive: str
     key: str
     bound: str  # "min" (a floor) or "max" (a ceiling)
     value: float | None = None
-    se: float | None = None
+    se: float | None = None  # bootstrap SE over latent problems
     limit: float | None = None
     reason: str | None = None  # why no limit: not measured, or a limit that could never fail
+    repeat_se: float | None = None  # SE across re-recordings from the repeats; None: not measured (1 repeat)
+    margin: float | None = None  # |unrounded limit − value|
+    set_by: str | None = None  # which distance is the margin: "problems", "repeats" or "minimum"
 
 
 @dataclass(frozen=True)
@@ -89,29 +94,40 @@ class RuleResult:
     latent_problems: int
     resamples: int
     seed: int
+    repeats: int = 1  # repeats per rendering (the median): noise is measured from 2 on
+    repeat_resamples: int = 0  # 0: the repeat noise was not measured
+    min_slack: float = MIN_SLACK
 
 
 def threshold_rule(
-    items: Sequence[Mapping[str, Any]], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+    items: Sequence[Mapping[str, Any]],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    min_slack: float = MIN_SLACK,
+    repeat_resamples: int = REPEAT_RESAMPLES,
 ) -> RuleResult:
     """The limits the rule gives for a run's items (a report's ``items``). Raises ValueError when there is
-    nothing to resample (fewer than 2 latent problems) or resamples < MIN_RESAMPLES."""
+    nothing to resample (fewer than 2 latent problems), resamples < MIN_RESAMPLES or a negative slack."""
     if resamples < MIN_RESAMPLES:
         raise ValueError(f"resamples must be at least {MIN_RESAMPLES}, got {resamples}")
+    if not 0 <= min_slack < 1:
+        raise ValueError(f"the minimum slack must be in [0, 1), got {min_slack}")
     table = aggregate_items(items)
     clusters = Clusters.of(table.latent_ids)
     if clusters.count < 2:
         raise ValueError(f"{clusters.count} latent problem(s) measured: a bootstrap over problems needs at least 2")
-    draws = clusters.resample_counts(np.random.default_rng(seed), resamples)
+    rng = np.random.default_rng(seed)
+    draws = clusters.resample_counts(rng, resamples)
     weights = np.vstack([np.ones(clusters.count), draws])  # row 0: the run itself
-    probs = primitive_probabilities(table)
+    stats = statistics(primitive_probabilities(table), table.p_choice_swapped, table, clusters.codes, weights)
+    # The repeats are drawn after the problems, from the same seeded stream: the problem SEs stay as they were.
+    spread, repeats = repeat_spread(table, clusters.codes, rng, repeat_resamples)
     limits: list[Limit] = []
     for prim in PRIMITIVES:
-        stats = _primitive_statistics(probs[prim], table, clusters.codes, weights)
-        if prim == "choice":
-            stats |= _swap_statistics(table, clusters.codes, weights)
         for key, bound, high in PRIMITIVE_GATES + (CHOICE_GATES if prim == "choice" else ()):
-            limits.append(_limit(prim, key, bound, high, *stats[key]))
+            repeat_se = spread[prim].get(key) if prim in spread else None
+            limits.append(_limit(prim, key, bound, high, *stats[prim][key], repeat_se, min_slack))
     return RuleResult(
         limits=tuple(limits),
         uncertainty=lambda_rule(table, clusters.codes, weights),
@@ -119,111 +135,75 @@ def threshold_rule(
         latent_problems=clusters.count,
         resamples=resamples,
         seed=seed,
+        repeats=repeats,
+        repeat_resamples=repeat_resamples if spread else 0,
+        min_slack=min_slack,
     )
 
 
 def outward_limit(value: float, se: float, bound: str, high: float = 1.0) -> float:
     """value ∓ SES·SE rounded outwards to a multiple of STEP, within [0, high]. The rounding never lands on
     the wrong side of the measured value (a limit the run itself would fail), even at SE = 0."""
+    return rounded_limit(value, SES * se, bound, high)
+
+
+def rounded_limit(value: float, margin: float, bound: str, high: float = 1.0) -> float:
+    """value ∓ margin rounded outwards to a multiple of STEP, within [0, high], never on the wrong side of value."""
     per_unit = round(1 / STEP)
     if bound == "min":
         # round(…, 9): 0.9 − ε from float arithmetic counts as 0.9, not as the step below.
-        steps = math.floor(round((value - SES * se) / STEP, 9))
+        steps = math.floor(round((value - margin) / STEP, 9))
         while steps / per_unit > value:
             steps -= 1
         return max(steps, 0) / per_unit
-    steps = math.ceil(round((value + SES * se) / STEP, 9))
+    steps = math.ceil(round((value + margin) / STEP, 9))
     while steps / per_unit < value:
         steps += 1
     return min(steps / per_unit, high)
 
 
-# ----------------------------------------------------------------------------------------- the statistics
-
-_Draws = tuple[np.ndarray | None, str | None]  # (values per weight row, or None with the reason)
-
-
-def _primitive_statistics(p: np.ndarray, table: ItemTable, codes: np.ndarray, weights: np.ndarray) -> dict:
-    """Each primitive gate's statistic under every weight row (row 0: the measured value)."""
-    asked = ~np.isnan(p)
-    if not asked.any():
-        reason = "not measured: this primitive was not asked"
-        return {key: (None, reason) for key, _bound, _high in PRIMITIVE_GATES}
-    p, target, item_codes = p[asked], table.p_star[asked], codes[asked]
-    w = weights[:, item_codes]  # (rows, renderings): each rendering weighs as often as its problem was drawn
-    total = w.sum(axis=1)
-    ovl = 1 - np.abs(p - target)
-    gap = np.zeros((p.size, BINS))
-    gap[np.arange(p.size), equal_width_bins(p, BINS)] = p - target
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out: dict[str, _Draws] = {
-            "min_mean_ovl": (w @ ovl / total, None),
-            "min_median_ovl": (_weighted_median(ovl, w), None),
-            # ECE = Σ_b |Σ_{i∈b} w_i (p_i − p*_i)| / Σ w_i (calibration.binned_gap with weights)
-            "max_ece": (np.abs(w @ gap).sum(axis=1) / total, None),
-            "max_brier": (w @ (p - target) ** 2 / total, None),
-        }
-        _, pairwise, max_gap = per_problem_spread(p, table.latent_ids[asked])
-        out.update(_problem_means(pairwise, max_gap, np.unique(item_codes), weights))
-    return out
+def margin_of(key: str, value: float, se: float, repeat_se: float | None, min_slack: float) -> tuple[float, str]:
+    """The distance of a limit from its measured value, and which of the rule's three distances it is."""
+    candidates = [
+        (SES * se, "problems"),
+        (REPEAT_Z * math.sqrt(2) * (repeat_se or 0.0), "repeats"),
+        (slack_for(key, value, min_slack), "minimum"),
+    ]
+    return max(candidates, key=lambda pair: pair[0])
 
 
-def _problem_means(pairwise: np.ndarray, max_gap: np.ndarray, problems: np.ndarray, weights: np.ndarray) -> dict:
-    """Table 6's means over problems with ≥ 2 renderings, each problem weighted by its multiplicity."""
-    multi = ~np.isnan(pairwise)
-    if not multi.any():
-        reason = "not measured: no latent problem has 2 renderings with this primitive"
-        return {"max_mean_pairwise_tv": (None, reason), "max_mean_max_tv": (None, reason)}
-    w = weights[:, problems[multi]]
-    total = w.sum(axis=1)
-    return {
-        "max_mean_pairwise_tv": (w @ pairwise[multi] / total, None),
-        "max_mean_max_tv": (w @ max_gap[multi] / total, None),
-    }
+def slack_for(key: str, value: float, min_slack: float) -> float:
+    """The minimum slack in the statistic's own units. It is stated on the probability scale, where every
+    statistic but Brier lives; Brier, a mean of squared errors, takes what moving every answer by the slack s
+    does to it at most: 2·√Brier·s + s²."""
+    if key == "max_brier":
+        return 2 * math.sqrt(max(value, 0.0)) * min_slack + min_slack**2
+    return min_slack
 
 
-def _weighted_median(values: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """np.median of each row's multiset (value i repeated w_i times, integer weights): the middle value, or
-    the mean of the two middle ones when the total weight is even."""
-    order = np.argsort(values, kind="stable")
-    ordered, cumulative = values[order], np.cumsum(w[:, order], axis=1)
-    total = cumulative[:, -1]
-    lower = (cumulative <= np.floor((total - 1) / 2)[:, None]).sum(axis=1)
-    upper = (cumulative <= np.floor(total / 2)[:, None]).sum(axis=1)
-    top = values.size - 1
-    median = (ordered[np.minimum(lower, top)] + ordered[np.minimum(upper, top)]) / 2
-    return np.where(total > 0, median, np.nan)
-
-
-def _swap_statistics(table: ItemTable, codes: np.ndarray, weights: np.ndarray) -> dict:
-    """|mean shift| and |first-position rate − 0.5| over the renderings asked both option orders."""
-    plain, swapped = table.p_choice, table.p_choice_swapped
-    both = ~np.isnan(plain) & ~np.isnan(swapped)
-    if not both.any():
-        reason = "not measured: no rendering carries a swapped Choice (e.g. reconstructed cassettes)"
-        return {key: (None, reason) for key, _bound, _high in CHOICE_GATES}
-    c, s = plain[both], swapped[both]
-    w = weights[:, codes[both]]
-    total = w.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return {
-            "max_swap_shift": (np.abs(w @ (c - s) / total), None),
-            "max_first_position_bias": (np.abs(w @ first_position_share(c, s) / total - 0.5), None),
-        }
-
-
-def _limit(prim: str, key: str, bound: str, high: float, draws: np.ndarray | None, reason: str | None) -> Limit:
+def _limit(
+    prim: str,
+    key: str,
+    bound: str,
+    high: float,
+    draws: np.ndarray | None,
+    reason: str | None,
+    repeat_se: float | None,
+    min_slack: float,
+) -> Limit:
     if draws is None or not np.isfinite(draws[0]):
         return Limit(prim, key, bound, reason=reason or "not measured")
     value, resampled = float(draws[0]), draws[1:][np.isfinite(draws[1:])]
     if resampled.size < (draws.size - 1) / 2:
         return Limit(prim, key, bound, value, reason="too few resamples measure it for a standard error")
     se = float(np.std(resampled, ddof=1))
-    limit = outward_limit(value, se, bound, high)
+    margin, set_by = margin_of(key, value, se, repeat_se, min_slack)
+    limit = rounded_limit(value, margin, bound, high)
     if (bound == "max" and limit >= high) or (bound == "min" and limit <= 0.0):
         edge = f"{high:g}" if bound == "max" else "0"
-        return Limit(prim, key, bound, value, se, reason=f"its limit would be {edge}, which no run can fail")
-    return Limit(prim, key, bound, value, se, limit)
+        reason = f"its limit would be {edge}, which no run can fail"
+        return Limit(prim, key, bound, value, se, None, reason, repeat_se, margin, set_by)
+    return Limit(prim, key, bound, value, se, limit, None, repeat_se, margin, set_by)
 
 
 # ------------------------------------------------------------------------------------------------ λ gate

@@ -52,8 +52,8 @@ class Plan:
         cost = dollars(self.tokens, limits.price)
         price = (
             f"sys1cal: {self.requests:,} requests ({self.repeats} repeat{'s' if self.repeats != 1 else ''}); "
-            f"about {self.tokens:,} input tokens ≈ ${cost:.4f} at ${limits.price} per million input tokens "
-            f"({ESTIMATE_NOTE})"
+            f"about {self.tokens:,} input tokens ≈ ${cost:.4f} at ${limits.price:g} per million input tokens "
+            f"({limits.price_source}; {ESTIMATE_NOTE})"
         )
         if limits.max_cost is not None:
             price += f"; cap --sys1cal-max-cost ${limits.max_cost * workers:g}"
@@ -75,7 +75,8 @@ class Plan:
             return None
         return (
             f"sys1cal: recording {self.requests:,} requests would cost about ${cost:.4f} "
-            f"({self.tokens:,} input tokens at ${limits.price} per million; {ESTIMATE_NOTE}), more than "
+            f"({self.tokens:,} input tokens at ${limits.price:g} per million, {limits.price_source}; {ESTIMATE_NOTE}), "
+            "more than "
             f"--sys1cal-max-cost ${limits.max_cost:g}. Nothing was sent. Select fewer renderings (-k), lower "
             f"--sys1cal-repeats, or raise --sys1cal-max-cost."
         )

@@ -33,6 +33,7 @@ class Limits:
     retry_budget: float = 120.0
     max_cost: float | None = None
     price: float = PRICE_PER_MILLION_INPUT_TOKENS
+    price_source: str = "Jev's list price; --sys1cal-price sets your server's"  # said beside the price
     backoff_initial: float = BACKOFF_INITIAL
     backoff_max: float = BACKOFF_MAX
     max_attempts: int = MAX_ATTEMPTS

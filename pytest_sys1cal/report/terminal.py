@@ -35,10 +35,11 @@ def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) 
 
 
 def summary_lines(
-    result: ReportDocument, rerecord: tuple[str, str] | None = None, thresholds: str | None = THRESHOLDS
+    result: ReportDocument, advice: Sequence[str] | None = None, thresholds: str | None = THRESHOLDS
 ) -> list[Line]:
-    """rerecord: (what to do, the command) when the model changed on purpose; thresholds: the thresholds file
-    in force (None: none). Both from the run, which knows the cassettes and options (a report alone does not)."""
+    """advice: what to do after a failed gate (session/gate_advice.py: where the gates came from, the fix that
+    applies); thresholds: the thresholds file in force (None: none). Both from the run, which knows the
+    cassettes and options (a report alone does not)."""
     model, dataset = result["model"], result["dataset"]
     counts = result["counts"]
     lines: list[Line] = [
@@ -67,7 +68,7 @@ def summary_lines(
     for comparison in (comparison_table(result), family_delta_table(result)):
         if comparison:
             lines += [("", {})] + format_table(comparison)
-    lines += gate_lines(result, rerecord, thresholds)
+    lines += gate_lines(result, advice, thresholds)
     return lines
 
 
@@ -78,14 +79,15 @@ def repeats_phrase(repeats: int, per_answer: int = 1) -> str:
 
 
 def gate_lines(
-    result: ReportDocument, rerecord: tuple[str, str] | None = None, thresholds: str | None = THRESHOLDS
+    result: ReportDocument, advice: Sequence[str] | None = None, thresholds: str | None = THRESHOLDS
 ) -> list[Line]:
     """The gate block: failures in red with what to do about them (naming the thresholds file in force),
     inconclusive comparisons in yellow."""
     table = gate_table(result)
     if table is None:
         where = f"see {thresholds}" if thresholds else f"no {THRESHOLDS} found"
-        return [("", {}), (f"Gates: none configured for this model ({where})", {"bold": True})]
+        said: list[Line] = [(f"  {text}", {}) for text in advice or []]  # how to write them, from its report
+        return [("", {}), (f"Gates: none configured for this model ({where})", {"bold": True}), *said]
     gates = result["gates"]
     lines: list[Line] = [("", {})]
     lines += format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
@@ -95,12 +97,9 @@ def gate_lines(
     if failed:
         lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates)} gates", RED))
         lines += [(f"  {g['name']}: {g['explanation']}", {"red": True}) for g in failed]
-        what, command = rerecord or ("re-record it with --sys1cal-record-mode=all and this run's other options", "")
-        review = f"review {thresholds} and " if thresholds else ""
-        lines.append((f"  If the model changed on purpose, {review}{what}:", {"red": True}))
-        if command:
-            lines.append((f"    {command}", {"red": True}))
-        lines.append(("  otherwise this is a regression.", {"red": True}))
+        review = f", review {thresholds}" if thresholds else ""
+        steps = advice or [f"If the model changed on purpose{review}; otherwise this is a regression."]
+        lines += [(f"  {text}", {"red": True}) for text in steps]
     lines += _inconclusive(
         undecided,
         f"calibration gate not passed: {len(undecided)} comparison(s) inconclusive (a drop within the margin was "

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from ..gates.schema import DEFAULT_ALPHA, DEFAULT_DROP, DEFAULT_RESAMPLES, LAMBDA_FLAGS
-from ..gates.thresholds_rule import SES, STEP, LambdaRule, Limit, RuleResult
+from ..gates.thresholds_rule import REPEAT_Z, SES, STEP, LambdaRule, Limit, RuleResult
 from ..vocabulary import PRIMITIVES
 
 SETTINGS = ("decisions", "regression")
@@ -62,23 +62,43 @@ def render_section(result: RuleResult, shape: Shape, header: Sequence[str], cost
     return "\n".join(lines) + "\n"
 
 
-def rule_header(result: RuleResult) -> str:
-    """The rule in one line, for the header."""
-    return (
-        f"Rule: measured value ∓ {SES:g} bootstrap SEs over latent problems ({result.resamples} resamples, seed "
-        f"{result.seed}), rounded outwards to {STEP:g}; each comment reads measured ∓ {SES:g}·SE = unrounded limit "
-        "(to 4 decimals)."
-    )
+def rule_header(result: RuleResult) -> list[str]:
+    """The rule, for the header: what sets each margin, with this report's resamples and repeats."""
+    if result.repeat_resamples:
+        repeats = (
+            f"{REPEAT_Z:g}·√2 repeat-noise SEs ({result.repeat_resamples} resamples of each rendering's "
+            f"{result.repeats} repeats: a re-recording of the same model fails such a limit ≤ 0.13 % of the time)"
+        )
+    else:
+        repeats = f"no repeat-noise term ({result.repeats} repeat per rendering: one recording shows none)"
+    return [
+        f"Rule: measured value ∓ the largest of {SES:g} bootstrap SEs over latent problems ({result.resamples} "
+        f"resamples, seed {result.seed}), {repeats} and the minimum slack {result.min_slack:g}; rounded outwards to "
+        f"{STEP:g}. Each comment reads measured ∓ margin = unrounded limit (to 4 decimals), and what set the margin.",
+    ]
+
+
+def derivation(lim: Limit) -> str:
+    """`measured ∓ margin = unrounded limit`, the margin written as what set it (docs/thresholds.md)."""
+    assert lim.value is not None and lim.se is not None and lim.margin is not None
+    sign = "−" if lim.bound == "min" else "+"
+    moved = lim.value - lim.margin if lim.bound == "min" else lim.value + lim.margin
+    if lim.set_by == "problems":
+        return f"{lim.value:.4f} {sign} {SES:g}·{lim.se:.4f} = {moved:.4f}"
+    if lim.set_by == "repeats":
+        return (
+            f"{lim.value:.4f} {sign} {REPEAT_Z:g}·√2·{lim.repeat_se:.4f} = {moved:.4f}   (repeat noise; "
+            f"{SES:g}·SE {SES * lim.se:.4f})"
+        )
+    return f"{lim.value:.4f} {sign} {lim.margin:.4f} = {moved:.4f}   (minimum slack; {SES:g}·SE {SES * lim.se:.4f})"
 
 
 def _primitive(prim: str, limits: Sequence[Limit], shape: Shape, level: int) -> list[str]:
     inner = _pad(level + shape.step)
     body, notes = [], []
     for lim in limits:
-        if lim.limit is not None and lim.value is not None and lim.se is not None:
-            sign, moved = ("−", lim.value - SES * lim.se) if lim.bound == "min" else ("+", lim.value + SES * lim.se)
-            derivation = f"{lim.value:.4f} {sign} {SES:g}·{lim.se:.4f} = {moved:.4f}"
-            body.append(_commented(inner, f"{lim.key}: {_number(lim.limit)}", derivation))
+        if lim.limit is not None:
+            body.append(_commented(inner, f"{lim.key}: {_number(lim.limit)}", derivation(lim)))
         elif f"{prim}.{lim.key}" in shape.inherited:
             body.append(_commented(inner, f"{lim.key}: null", f"{lim.reason}; null drops {shape.model}'s limit"))
         else:
@@ -95,7 +115,7 @@ def _uncertainty(rule: LambdaRule, shape: Shape, level: int) -> list[str]:
         why = [f"No λ gate: {rule.reason}."]
     else:
         why = [
-            f"The valid one-sided test of λ = 0 (docs/statistics.md §2.3): t = {rule.statistic:.2f}, bootstrap SE "
+            f"The valid one-sided test of λ = 0 (python -m pytest_sys1cal docs statistics, §2.3): t = {rule.statistic:.2f}, bootstrap SE "
             f"{rule.se:.2f}, df {rule.df}; critical t at α = {rule.alpha:g} is {rule.critical:.2f}."
         ]
         if rule.flag == "require_lambda_positive":
@@ -124,9 +144,9 @@ def _settings(costs: Mapping[str, float], shape: Shape, level: int) -> list[str]
             f"deferral_cost: {costs['deferral_cost']:g}",
         ],
         "regression": [
-            "# The upgrade gate against --sys1cal-baseline, the plugin's defaults written out (docs/thresholds.md):",
-            "# passed when the drop in mean OVL is shown to be below max_drop_mean_ovl, FAILED when shown above",
-            "# fail_drop_mean_ovl, Holm across the primitives at alpha.",
+            "# The upgrade gate against --sys1cal-baseline, the plugin's defaults written out (python -m pytest_sys1cal",
+            "# docs thresholds): passed when the drop in mean OVL is shown to be below max_drop_mean_ovl, FAILED when",
+            "# shown above fail_drop_mean_ovl, Holm across the primitives at alpha.",
             f"alpha: {DEFAULT_ALPHA:g}",
             f"max_drop_mean_ovl: {DEFAULT_DROP:g}",
             f"fail_drop_mean_ovl: {DEFAULT_DROP / 2:g}",
@@ -138,8 +158,9 @@ def _settings(costs: Mapping[str, float], shape: Shape, level: int) -> list[str]
     for name, body in blocks.items():
         if name in shape.settings:
             lines += [f"{_pad(level)}{name}:", *(inner + line for line in body)]
-        else:
+        elif shape.version is not None:
             lines.append(f"{_pad(level)}# {name}: as in {shape.model}'s section")
+        # else: the model's section keeps its own (an update in place rewrites the gates only)
     return lines
 
 

@@ -32,7 +32,7 @@ class Advice:
         url = self.settings.base_url or self.folder.base_url or self.adapter.base_url
         return strip_userinfo(url.rstrip("/"))
 
-    def _run_parts(self, cassettes: Path | None = None) -> list[str]:
+    def run_parts(self, cassettes: Path | None = None) -> list[str]:
         """``pytest --sys1cal`` and the options naming this run's model, version, dataset and cassette root."""
         dataset = self.dataset.name if self.dataset.name in BUNDLED else str(self.dataset.path)
         return [
@@ -48,7 +48,7 @@ class Advice:
         """`pytest --sys1cal …` for this run's model and cassettes in record mode `mode` (optionally one
         rendering, by its node id; optionally another cassette root). Repeats are kept when this run was given
         them, and re-recording this folder (mode ``all``) asks as many as it holds; the cost cap is kept."""
-        parts = self._run_parts(cassettes)
+        parts = self.run_parts(cassettes)
         if self.settings.base_url is not None or mode != "none":
             parts.append(argument("base_url", self.base_url))
         repeats = self.settings.repeats
@@ -65,7 +65,7 @@ class Advice:
 
     def list_ids(self) -> str:
         """The command that lists this run's node ids (collection only: it sends and writes nothing)."""
-        return shlex.join([*self._run_parts(), "--co", "-q"])
+        return shlex.join([*self.run_parts(), "--co", "-q"])
 
     @property
     def key(self) -> str:
@@ -116,12 +116,6 @@ class Advice:
         if self.folder.reconstructed:
             return self.restore(path)
         return f"{self.restore(path)}, or {self.key}record it again with: {self.command('all', rendering)}"
-
-    def after_failed_gates(self) -> tuple[str, str]:
-        """The closing advice of the gate block: what to do if the model changed on purpose, and the command."""
-        if self.folder.reconstructed:
-            return f"{self.key}record the model into a cassette folder of its own", self.record_elsewhere()
-        return f"{self.key}re-record it", self.command("all")
 
     def no_cassettes(self) -> str:
         """The usage error of a replay with no cassettes for this model and version: what does exist."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,8 +105,11 @@ class Outputs:
                     f"give {name} another path"
                 )
 
-    def write(self, report: Report, baseline: Baseline | None, redactor: Redactor) -> list[Line]:
-        """Write the JSON and HTML reports and append the job summary; one line per file written or not."""
+    def write(
+        self, report: Report, baseline: Baseline | None, redactor: Redactor, advice: Sequence[str] = ()
+    ) -> list[Line]:
+        """Write the JSON and HTML reports and append the job summary (with `advice`, what to do after a failed
+        gate, under the gates); one line per file written or not."""
         documents = self._documents(report, baseline)
         partial = "interrupted" in report.data
         lines: list[Line] = []
@@ -117,7 +120,7 @@ class Outputs:
                 done += 1
             summary = os.environ.get("GITHUB_STEP_SUMMARY")
             if summary:
-                lines += self._append_summary(Path(summary), report.data, redactor)
+                lines += self._append_summary(Path(summary), report.data, redactor, advice)
         except KeyboardInterrupt as exc:
             self.interrupted = True
             why = f"interrupted ({signal_name(exc)}) while it was drawn"
@@ -169,11 +172,17 @@ class Outputs:
         label = f"{what} of this interrupted run" if partial else what
         return (f"{label} written to {target}{kept}", {"yellow": True} if kept else {})
 
-    def _append_summary(self, path: Path, data: ReportDocument, redactor: Redactor) -> list[Line]:
-        """On GitHub Actions, the tables and gates also go to the job's summary page, as Markdown."""
+    def _append_summary(
+        self, path: Path, data: ReportDocument, redactor: Redactor, advice: Sequence[str] = ()
+    ) -> list[Line]:
+        """On GitHub Actions, the tables and gates also go to the job's summary page, as Markdown, and after a
+        failed gate what to do about it (the commands as code, so that Markdown leaves them as printed)."""
         from ..report.markdown import summary_markdown
 
-        text = redactor.markup(summary_markdown(data, html=self.settings.html, environ=os.environ))
+        text = summary_markdown(data, html=self.settings.html, environ=os.environ)
+        if advice:
+            text += "\n**What to do**\n\n" + "".join(f"- {_code_spans(line)}\n" for line in advice)
+        text = redactor.markup(text)
         try:
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write(text)
@@ -238,3 +247,17 @@ def _check_writable(name: str, path: Path) -> None:
     why = cannot_create_in(parent, path.name)
     if why:
         raise InputError(f"{name} {path}: cannot write in {parent} ({why}); write the report elsewhere")
+
+
+def _code_spans(text: str) -> str:
+    """An advice line for Markdown: each command in it (from `pytest --sys1cal` or `python -m` up to the next
+    ", then ", "; ", " (" or the end of the line) as a code span, so that `*`, `_` and `<` in paths and options
+    stay as printed."""
+    import re
+
+    def span(match: re.Match[str]) -> str:
+        command = match.group(0)
+        fence = "``" if "`" in command else "`"
+        return f"{fence}{command}{fence}"
+
+    return re.sub(r"(?:pytest --sys1cal|python -m pytest_sys1cal)(?:(?!, then |; | \().)*", span, text)

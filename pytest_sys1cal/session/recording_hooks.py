@@ -6,6 +6,7 @@ See docs/recording.md."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from ..errors import usage_errors
+from ..options import flag
 from ..recording.engine import Engine
 from ..recording.plan import Plan, duration, make_plan
 from ..recording.policy import Limits
@@ -53,13 +55,16 @@ def workercount(workerinput: Mapping[str, Any]) -> int:
 
 def limits_for(settings: Settings, share: int = 1) -> Limits:
     """The run's recording limits; with `share` > 1 (xdist workers), this process's part of them."""
-    return Limits(
+    limits = Limits(
         concurrency=max(1, math.ceil(settings.concurrency / share)),
         rate=settings.rate / share,
         timeout=settings.timeout,
         retry_budget=settings.retry_budget,
         max_cost=None if settings.max_cost is None else settings.max_cost / share,
     )
+    if settings.price is None:
+        return limits  # Jev's list price, said so beside every estimate
+    return dataclasses.replace(limits, price=settings.price, price_source=flag("price"))
 
 
 class Recording:

@@ -108,18 +108,33 @@ def test_standard_errors_equal_rerunning_the_analysis_on_each_resample(name: str
     assert result.uncertainty.se == pytest.approx(np.std(t_draws, ddof=1), rel=1e-9)
 
 
-@pytest.mark.parametrize(("model", "version", "name"), [("semif", "gemma-3-270m-q4_k_m", "gemma"),
-                                                        ("systemone", "typed-gguf-smollm2-135m", "typed-gguf")])  # fmt: skip
-def test_the_shipped_measured_sections_are_reproduced_limit_for_limit(model: str, version: str, name: str) -> None:
-    """These two sections were computed by the rule at 500 resamples, seed 0 (thresholds.yaml says so); the
-    jev and SmolLM2 sections predate that procedure (their SEs came from another draw), so they are not."""
-    shipped = yaml.safe_load((REPO / "thresholds.yaml").read_text(encoding="utf-8"))[model][version]
+@pytest.mark.parametrize(
+    ("model", "version", "name"),
+    [
+        ("jev", None, "jev"),
+        ("semif", None, "semif"),
+        ("semif", "gemma-3-270m-q4_k_m", "gemma"),
+        ("systemone", "typed-gguf-smollm2-135m", "typed-gguf"),
+    ],
+)
+def test_the_shipped_measured_sections_are_reproduced_limit_for_limit(
+    model: str, version: str | None, name: str
+) -> None:
+    """Every measured limit of the shipped file is the rule's, at its defaults (500 resamples, seed 0, the
+    minimum slack 0.01): `python -m pytest_sys1cal thresholds` on the bundled reports prints the shipped
+    numbers (issue 24: the jev and SmolLM2 sections used to come from another draw, and disagreed). Jev's
+    option-swap gates are fixed in advance (its reconstructed cassettes hold no swapped Choice to measure)."""
+    section = yaml.safe_load((REPO / "thresholds.yaml").read_text(encoding="utf-8"))[model]
+    shipped = section[version] if version else section
     result = threshold_rule(golden(name)["items"])
-    limits = {(lim.primitive, lim.key): lim.limit for lim in result.limits}
+    limits = {(lim.primitive, lim.key): lim for lim in result.limits}
     compared = 0
     for prim in ("noul", "choice", "score"):
         for key, limit in shipped[prim].items():
-            assert limits[prim, key] == pytest.approx(limit, abs=1e-12), (prim, key)
+            if limits[prim, key].reason and limits[prim, key].reason.startswith("not measured"):
+                assert (model, key) in {("jev", "max_swap_shift"), ("jev", "max_first_position_bias")}
+                continue
+            assert limits[prim, key].limit == pytest.approx(limit, abs=1e-12), (prim, key)
             compared += 1
     assert compared >= 7
     flag = next(key for key, value in shipped["uncertainty"].items() if value is True)
