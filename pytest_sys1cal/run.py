@@ -146,7 +146,9 @@ class Sys1CalRun:
         lines: list[Line] = []
         try:
             self._close_recording()
-            if not self.rows:
+            if self.settings.dry_run:  # --sys1cal-dry-run: the checks said what they found; nothing ran
+                lines.append(("dry run: no rendering was measured or recorded, and no report written", {}))
+            elif not self.rows:
                 lines.append(self.interruption.nothing_ran())
             else:
                 started = time.perf_counter()
