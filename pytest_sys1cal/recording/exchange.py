@@ -27,6 +27,8 @@ from .proxies import route_for
 from .transport import make_client, to_vcr_request
 from .waits import Wait, requested_wait
 
+# Seconds the model list may take when an unknown model stops the recording (the stop waits for it).
+SERVED_LIST_TIMEOUT = 10.0
 Outcome = tuple[tuple[WireResponse, Any] | None, BaseException | None, Wait | None]
 
 
@@ -75,6 +77,7 @@ class Exchange:
         self.pacer = Pacer(limits.rate)
         self.breaker = Breaker(limits.stall, limits.timeout)
         self._rng = random.Random(0)
+        self._served: asyncio.Future[tuple[list[str] | None, str | None]] | None = None
 
     async def turn(self, unit: Unit) -> None:
         """Wait for this request's turn (rate, server pauses); refuse when stopped or over the cost cap."""
@@ -215,13 +218,19 @@ class Exchange:
         return error
 
     async def served_models(self) -> tuple[list[str] | None, str | None]:
-        """The models the server lists (GET, nothing billable; None when it lists none), and the list's URL."""
+        """The models the server lists (GET, nothing billable; None when it lists none), and the list's URL. Asked
+        once, however many requests meet the unknown model at the same time."""
+        if self._served is None:
+            self._served = asyncio.ensure_future(self._ask_served())
+        return await asyncio.shield(self._served)
+
+    async def _ask_served(self) -> tuple[list[str] | None, str | None]:
         url = self.adapter.models_url()
         if url is None:
             return None, None
         headers = {k: v for k, v in self.adapter.json_headers().items() if k.lower() != "content-type"}
         try:
-            async with asyncio.timeout(self.limits.timeout):
+            async with asyncio.timeout(min(self.limits.timeout, SERVED_LIST_TIMEOUT)):
                 response = await self.client.get(url, headers=headers)
         except Exception:  # noqa: BLE001 - the list is a courtesy: the stop stands without it
             return None, url

@@ -82,7 +82,7 @@ async def _check(adapter: ModelAdapter, limits: Limits) -> Checked:
 def _read(adapter: ModelAdapter, wire: WireResponse, url: str, checked: Checked) -> None:
     """The verdicts on the key and the model name from the model list's answer."""
     path = urlsplit(url).path
-    key = f"{adapter.key_env} is set" if adapter.api_key else f"no key ({adapter.key_env} is not set)"
+    key = f"the key in {adapter.key_env}" if adapter.api_key else f"no key ({adapter.key_env} is not set)"
     if wire.status in (401, 403):
         checked.problem = f"the server refused the request with {key} ({adapter.error(wire)}); check the key"
         return
