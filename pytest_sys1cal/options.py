@@ -144,7 +144,7 @@ OPTIONS = [
     ),
     Option(
         "--sys1cal-stall-limit",
-        "recording: stop the recording when the server has answered no request for this many seconds while requests "
+        "recording: stop the recording when the server has answered no request successfully for this many seconds while requests "
         "were out (default: twice --sys1cal-timeout, 120 s)",
         type=positive_float,
         metavar="SECONDS",

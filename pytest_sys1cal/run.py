@@ -24,6 +24,7 @@ from .measure import Measurer
 from .models import BUILTIN_ADAPTERS, make_adapter
 from .models.base import ModelAdapter
 from .options import Settings
+from .recording.proxies import proxy_urls
 from .redact import Redactor
 from .results import ResultRow
 from .run_report import Baseline, Report, RunFacts, build_report
@@ -58,7 +59,8 @@ class Sys1CalRun:
                 environ=os.environ,
             )
         config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=self.adapter)
-        self.redactor = Redactor(self.adapter.secrets, [self.adapter.base_url, settings.base_url])
+        proxies = proxy_urls(os.environ)  # a proxy's credentials are secrets too (recording/proxies.py)
+        self.redactor = Redactor(self.adapter.secrets, [self.adapter.base_url, settings.base_url, *proxies])
         # The bundled reference set stands in for a project's own jev-1.13.0 folder when it has none.
         self.reference = reference_root(
             settings.cassettes,

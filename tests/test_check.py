@@ -140,3 +140,15 @@ def test_a_replay_is_not_a_dry_run(tmp_path: Path) -> None:
         done = check(tmp_path, mock.url, "--sys1cal-record-mode=none")
     assert done.returncode == 4
     assert "--sys1cal-dry-run checks a recording, and record mode none only replays" in done.stdout
+
+
+def test_the_dry_run_runs_in_one_process(tmp_path: Path) -> None:
+    with Running(MockConfig()) as mock:
+        done = check(tmp_path, mock.url, "-n", "2")
+    assert done.returncode == 4 and "--sys1cal-dry-run checks in one process: drop -n (or give -n 0)" in done.stdout
+
+
+def test_the_dry_run_option_without_the_benchmark_is_refused(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--sys1cal-dry-run", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --sys1cal-dry-run given without --sys1cal, so the benchmark would not run*"])

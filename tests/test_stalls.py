@@ -82,7 +82,7 @@ def test_a_server_that_never_answers_stops_the_recording_at_the_stall_limit(
         sent = server.requests
     result.assert_outcomes(failed=1)
     line = (
-        f"*the server at {server.url} has answered no request for 1.5 s (* cut at the 0.5 s deadline*): the "
+        f"*the server at {server.url} has answered no request successfully for 1.5 s (* cut at the 0.5 s deadline*): the "
         "recording stopped rather than retry every request; check that the server is up and answering*"
     )
     result.stdout.fnmatch_lines([f"*__parallel_primitives: not recorded: {line}", f"*Interrupted: sys1cal: *{line}"])

@@ -26,6 +26,7 @@ from tests.test_secrets import RENDERINGS, sys1cal
 
 PROXY_VARIABLES = [f"{name}{suffix}" for name in ("http", "https", "all", "no") for suffix in ("_proxy", "_PROXY")]
 TOKEN = "tok-CANARY-7d3e91b2c4-TOKEN"
+PROXY_PASSWORD = "proxy-CANARY-5b8e2f-PW"
 TOKEN_BASIC = base64.b64encode(f"{TOKEN}:".encode()).decode()  # what httpx sends for http://TOKEN@host
 
 
@@ -122,7 +123,11 @@ class ForwardProxy(Serving):
                     owner.seen.append(self.path)
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 connection = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("proxy-connection", "connection")}
+                headers = {
+                    k: v
+                    for k, v in self.headers.items()
+                    if k.lower() not in ("proxy-connection", "connection", "proxy-authorization")
+                }
                 connection.request(self.command, target.path or "/", body=body or None, headers=headers)
                 answer = connection.getresponse()
                 payload = answer.read()
@@ -146,11 +151,14 @@ def test_a_proxy_from_the_environment_is_honoured_and_said(
 ) -> None:
     dataset, _ = subset(tmp_path, 3)
     with Misbehaving([], wire=wire) as server, ForwardProxy() as proxy:
-        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        # The proxy's credentials (sent to the proxy only) are a secret: never shown, never stored.
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", f"http://proxy-user:{PROXY_PASSWORD}@"))
         result = pytester.runpytest(*recording(wire, server.url, dataset, tmp_path / "c"))
         relayed, asked = list(proxy.seen), server.requests
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines([f"sys1cal: through the proxy {proxy.url} (from HTTP_PROXY in the environment)"])
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "c").rglob("*.json"))
+    assert PROXY_PASSWORD not in result.stdout.str() and PROXY_PASSWORD.encode() not in stored
     assert asked == len(relayed) == (3 if wire == "systemone" else 12)
     assert all(url.startswith(f"{server.url}/v1/") for url in relayed)
 

@@ -91,7 +91,7 @@ class Breaker:
     def reason(self, url: str) -> str:
         """The one line of a tripped breaker."""
         return (
-            f"the server at {url} has answered no request for {seconds_text(self.stall_limit)} ({self.met()}): "
+            f"the server at {url} has answered no request successfully for {seconds_text(self.stall_limit)} ({self.met()}): "
             "the recording stopped rather than retry every request; check that the server is up and answering "
             "(--sys1cal-base-url, its logs), or raise --sys1cal-stall-limit (and --sys1cal-timeout) if it is only slow"
         )

@@ -90,3 +90,16 @@ def _in_network(host: str, entry: str) -> bool:
         return ipaddress.ip_address(host) in ipaddress.ip_network(entry, strict=False)
     except ValueError:
         return False
+
+
+PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+
+
+def proxy_urls(environ: Mapping[str, str]) -> list[str]:
+    """The proxy URLs the environment names (for the run's redactor: a proxy's password is a secret too)."""
+    urls = []
+    for name in PROXY_VARIABLES:
+        value = (environ.get(name) or "").strip()
+        if value:
+            urls.append(value if "://" in value else f"http://{value}")
+    return urls
