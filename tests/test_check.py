@@ -121,7 +121,8 @@ def test_a_server_without_a_model_list_passes_saying_what_was_not_checked(tmp_pa
 
 
 def test_on_the_openai_compatible_wire_an_unlisted_name_is_shown_not_refused(tmp_path: Path) -> None:
-    """llama.cpp lists the file it loaded and answers any name: the SemIf preflight shows the list."""
+    """llama.cpp lists the one model it loaded (its alias, or its file) and answers any name (checked against
+    xllamacpp's server by hand): the SemIf preflight shows the list."""
     dataset, _ = subset(tmp_path, 12)
     with Misbehaving([], wire="semif", models=["/models/SmolLM2-135M-Instruct-Q4_1.gguf"]) as server:
         done = check(tmp_path, server.url, "--model", "semif")

@@ -179,7 +179,7 @@ class SemIfAdapter(ModelAdapter):
     default_base_url = "http://127.0.0.1:8080"
     base_url_env = "SYS1CAL_SEMIF_BASE_URL"
     key_env = "SYS1CAL_SEMIF_API_KEY"
-    # llama.cpp's server answers whatever model name is sent and lists only the file it loaded: its list is shown
+    # llama.cpp's server answers whatever model name is sent and lists only the model it loaded: its list is shown
     # by the preflight, not enforced (a server that does refuse the name stops the recording at once).
     strict_model_names = False
 
