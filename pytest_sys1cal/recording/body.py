@@ -70,7 +70,8 @@ class LimitedBody:
         self._raw = 0
         self._parts: list[bytes] = []
         self._size = 0
-        declared = int(content_length) if (content_length or "").strip().isdigit() else None
+        text = (content_length or "").strip()
+        declared = int(text) if text.isdigit() else None
         if declared is not None and declared > limit:
             self._refuse(f"its Content-Length says {size_text(declared)}")
 

@@ -165,6 +165,7 @@ class RecordingHooks:
                 return self.dry_run()
             if self.recording.plan and self.recording.plan.renderings:
                 self.run.measurer.start_sender().submit(self.recording.plan.renderings)
+        return None  # the items run: pytest's own loop, and the items wait for their renderings
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
