@@ -21,7 +21,7 @@ FILES = {
 }
 
 
-class ShippedError(InputError):
+class BundledError(InputError):
     """A bundled file is missing from the installation, or the shipped thresholds have no section for a model."""
 
 
@@ -46,7 +46,7 @@ def reference_cassettes() -> Path | None:
 def shipped_thresholds_path() -> Path:
     path = bundled("thresholds.yaml")
     if path is None:
-        raise ShippedError("the shipped thresholds.yaml is missing from this installation; reinstall pytest-sys1cal")
+        raise BundledError("the shipped thresholds.yaml is missing from this installation; reinstall pytest-sys1cal")
     return path
 
 
@@ -69,7 +69,7 @@ def model_section(text: str, model: str) -> str:
     keys = _top_level_keys(lines)
     index = next((i for i, (name, _line) in enumerate(keys) if name == model), None)
     if index is None:
-        raise ShippedError(f"the shipped thresholds.yaml has no section for {model!r}")
+        raise BundledError(f"the shipped thresholds.yaml has no section for {model!r}")
     start = keys[index][1]
     end = keys[index + 1][1] if index + 1 < len(keys) else len(lines)
     while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from .store.folder import CassetteFolder
 
 
-class Advice(Protocol):
-    """What a failed item says to do (advice.py words it for a pytest run)."""
+class FailureAdvice(Protocol):
+    """What a failed item says to do: the part of session/advice.py's Advice that measuring needs (replay.py
+    has its own for a version replayed outside a run)."""
 
     def missing(self, rendering: Rendering, path: Path) -> str: ...
 
@@ -53,7 +54,7 @@ class Measurer:
         question_ids: tuple[str, ...],
         repeats: int,
         *,
-        advice: Advice,
+        advice: FailureAdvice,
         sender: Callable[[Measurer], Sender] | None = None,
     ):
         self.adapter = adapter
@@ -152,7 +153,9 @@ class Measurer:
 
         def answer(request: WireRequest) -> WireResponse:
             vcr_request = VcrRequest(request.method, request.url, request.content(), dict(request.headers))
-            return _wire(replay(cassette, vcr_request))
+            found = replay(cassette, vcr_request)
+            assert found is not None  # a replay may not record: a request no recording answers raises CassetteMiss
+            return _wire(found)
 
         row = self._answered(rendering, answer)
         assert row is not None

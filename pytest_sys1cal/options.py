@@ -19,7 +19,8 @@ import pytest
 
 from .argtypes import non_negative_float, non_negative_int, positive_float, positive_int
 from .dataset import BUNDLED
-from .vocabulary import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS, RECORD_MODES
+from .defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
+from .vocabulary import RECORD_MODES
 
 THRESHOLDS_FILE = "thresholds.yaml"
 
@@ -213,7 +214,8 @@ class Settings:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Settings:
         paths = {o.field for o in OPTIONS if o.path and o.field != "dataset"}
-        return cls(**{k: Path(v) if k in paths and v is not None else v for k, v in data.items()})
+        values: dict[str, Any] = {k: Path(v) if k in paths and v is not None else v for k, v in data.items()}
+        return cls(**values)
 
 
 def flag(field: str) -> str:

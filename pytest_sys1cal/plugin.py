@@ -63,9 +63,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session.node_ids import select_renderings, take_node_ids
 
     config.addinivalue_line("markers", MARKER)
-    workerinput = getattr(config, "workerinput", None)
-    controller = workerinput is None
-    if controller:  # settings are resolved once, here; xdist workers get them through workerinput
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is None:  # settings are resolved once, here; xdist workers get them through workerinput
         run = Sys1CalRun(config, resolve_settings(config), controller=True)
         run.warm_up()  # the controller analyses at the end; start loading numpy now, off the main thread
         if config.pluginmanager.has_plugin("xdist"):
@@ -82,7 +81,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if run.recording is not None:  # a replay pays for none of recording's hooks or imports
         from .session.recording_hooks import RecordingHooks
 
-        config.pluginmanager.register(RecordingHooks(run, run.recording, controller=controller), "sys1cal-recording")
+        config.pluginmanager.register(
+            RecordingHooks(run, run.recording, controller=run.controller), "sys1cal-recording"
+        )
 
 
 def _no_node_ids_without_sys1cal(config: pytest.Config) -> None:

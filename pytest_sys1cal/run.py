@@ -26,6 +26,7 @@ from .models.base import ModelAdapter
 from .options import Settings
 from .recording.proxies import proxy_urls
 from .redact import Redactor
+from .report.terminal import RED, Line
 from .results import ResultRow
 from .run_report import Baseline, Report, RunFacts, build_report
 from .session.advice import Advice
@@ -33,7 +34,6 @@ from .session.interruption import Interruption
 from .session.outputs import Outputs
 from .store.folder import CassetteFolder, reference_root
 from .versions.baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
-from .vocabulary import RED, Line
 
 
 class Sys1CalRun:
@@ -198,9 +198,11 @@ class Sys1CalRun:
 
     def gate_location(self, name: str) -> tuple[str, int]:
         """The file and line that configure the gate `name` (for JUnit XML)."""
-        for gate in self.thresholds.gates if self.thresholds else ():
-            if gate.name == name:
-                return str(self.thresholds.path), gate.line
+        thresholds = self.thresholds
+        if thresholds is not None:
+            for gate in thresholds.gates:
+                if gate.name == name:
+                    return str(thresholds.path), gate.line
         return str(self.settings.baseline or self.settings.thresholds or self.dataset.path), 1
 
     def _close_recording(self) -> None:

@@ -4,15 +4,14 @@ and HTML reports and JUnit XML alike, and the run passed or not according to its
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .dataset import Dataset
 from .gates.margins import regression_notices
 from .gates.rows import GateRow, Outcome, outcome
 from .gates.schema import Thresholds
-from .report.json_report import report_document
+from .report.document import Counts, Interrupted, ReportDocument, report_document
 from .results import ResultRow, analysis_rows
 
 
@@ -39,7 +38,7 @@ class RunFacts:
 class Baseline:
     """The report a run is compared with, and how to name it in messages."""
 
-    report: Mapping[str, Any]
+    report: ReportDocument
     name: str
 
 
@@ -47,7 +46,7 @@ class Baseline:
 class Report:
     """`data` is the JSON report exactly as written (docs/report.md); `gates` its gate rows, typed."""
 
-    data: dict[str, Any]
+    data: ReportDocument
     gates: tuple[GateRow, ...]
 
     @property
@@ -106,7 +105,7 @@ def build_report(
 
 
 def _gates(
-    data: Mapping[str, Any], total: int, thresholds: Thresholds | None, baseline: Baseline | None, seed: int
+    data: ReportDocument, total: int, thresholds: Thresholds | None, baseline: Baseline | None, seed: int
 ) -> list[GateRow]:
     """Every configured gate. On a run of the whole dataset a gate that could not be measured fails; on part
     of it (-k, a stop, failed renderings) the threshold gates are not applicable."""
@@ -125,7 +124,7 @@ def _gates(
     return gates
 
 
-def interruption(facts: RunFacts, counts: Mapping[str, int]) -> dict[str, Any] | None:
+def interruption(facts: RunFacts, counts: Counts) -> Interrupted | None:
     """The report's ``interrupted`` block: why the run stopped, how many renderings the collection selected
     and how many were measured; None when every selected rendering ran (a stop at the last item included)."""
     selected = counts["renderings"] if facts.selected is None else facts.selected
@@ -134,7 +133,7 @@ def interruption(facts: RunFacts, counts: Mapping[str, int]) -> dict[str, Any] |
     return {"reason": facts.stopped, "selected": selected, "measured": counts["measured"]}
 
 
-def partial_run(counts: Mapping[str, int], total: int, interrupted: Mapping[str, Any] | None = None) -> str | None:
+def partial_run(counts: Counts, total: int, interrupted: Interrupted | None = None) -> str | None:
     """Why this run measured less than the whole dataset, or None."""
     if interrupted:
         return (

@@ -1,6 +1,6 @@
-"""The words every part of the plugin shares, each defined once: primitives, their labels and Score's
-levels, the dataset's families, gate verdicts, record modes, the schema ids of the files the plugin writes,
-the analysis defaults that a run and the trend command share, and the markup of a terminal line."""
+"""The domain's words, which every part of the plugin shares, each defined once: primitives, their labels and
+Score's levels, the dataset's families, gate verdicts, record modes and the schema ids of the files the plugin
+writes. (The analysis's shared defaults are defaults.py's; a terminal line's markup is report/terminal.py's.)"""
 
 from __future__ import annotations
 
@@ -32,19 +32,3 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 
 REPORT_SCHEMA = "sys1cal-report/1"
 MANIFEST_SCHEMA = "sys1cal-cassettes/1"
-
-# The analysis defaults of a run (--sys1cal-bootstrap, --sys1cal-recalibration-splits), which the trend
-# command uses too, so a version's report there is the one its own run builds. 500 resamples is the statistics
-# notes' figure for CI runs (2,000 for a report); the intervals it gives are informational (gates use the λ
-# test, not them), and the refit per resample is the analysis's main cost. 20 splits put the SE that the
-# split adds to their mean at SD/√20, under 0.006 for the largest SD measured on the bundled cassettes (0.023).
-BOOTSTRAP_RESAMPLES = 500
-RECALIBRATION_SPLITS = 20
-
-# Terminal output: (text, markup) pairs, markup passed to TerminalReporter.write_line; RED for what failed.
-Line = tuple[str, dict[str, bool]]
-RED = {"red": True, "bold": True}
-
-# Reported p-values of the valid tests are floored here: below it a p-value carries no information once the
-# model is misspecified at all (docs/statistics.md §2.3).
-P_FLOOR = 1e-10

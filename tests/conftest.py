@@ -23,6 +23,14 @@ def _analysis_stack_loaded_once() -> None:
         import pytest_sys1cal.report.figure_registry  # noqa: F401
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The end-to-end tier: every test that drives pytest through pytester is marked ``e2e`` here (the others
+    that start processes or servers say so themselves), so ``pytest -m "not e2e"`` is the fast inner loop."""
+    for item in items:
+        if "pytester" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.e2e)
+
+
 @pytest.fixture(autouse=True)
 def _no_github_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nested runs must not write to the real job summary when this suite itself runs on GitHub Actions."""

@@ -60,7 +60,7 @@ def _moved(sample: dict[str, Any], key: str, p_star: float, share: float) -> dic
 def shifted_baseline(report: Mapping[str, Any], version: str = "jev-1.12.0") -> dict[str, Any]:
     """A full report, analysed like a run's, whose answers differ from `report`'s on BASELINE_MOVES."""
     from pytest_sys1cal.analysis import analyze
-    from pytest_sys1cal.report.json_report import report_document
+    from pytest_sys1cal.report.document import report_document
 
     items = copy.deepcopy(report["items"])
     for item in items:

@@ -76,6 +76,17 @@ def test_atomic_write_never_leaves_half_a_file(tmp_path: Path, monkeypatch: pyte
     assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
 
 
+def test_written_files_follow_the_umask_which_writing_leaves_as_it_was(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "a.json", "{}")
+        now = os.umask(0o027)  # reading the umask means setting it: set the same value back
+    finally:
+        os.umask(old)
+    assert now == 0o027
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o640
+
+
 def test_bundled_cassettes_are_readable_by_vcrpy_itself() -> None:
     path = REPO / "cassettes" / "jev" / "jev-1.13.0" / "frequency" / "frequency__seed_000042__repr_prose.json"
     recorded = json.loads(path.read_text())["interactions"][0]

@@ -99,6 +99,7 @@ def model() -> Model:
     return Model()
 
 
+@pytest.mark.slow
 def test_noise_cannot_flip_ci_but_a_real_drop_fails(model: Model) -> None:
     """100 seeded trials, each: a baseline recording, a second recording of the same model, and a recording
     of a model whose Choice mean OVL is 0.03 lower. Default gate: δ = 0.02, δ₀ = 0.01, α = 0.05, Holm over 3."""

@@ -91,6 +91,7 @@ def check(public: dict[str, Any], fresh: dict[str, Any], **kwargs: Any) -> dict[
 # ============================================================================================ statistics
 
 
+@pytest.mark.slow
 def test_no_difference_interval_covers_zero_about_95_percent_of_the_time() -> None:
     """100 seeded pairs of reports from the same model on sets with different family mixes: the reweighted
     95% interval covers the true difference 0 in about 95 of them. The raw difference is biased by the mix
@@ -273,6 +274,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.e2e
 def test_command_text_and_json(files: dict[str, Path]) -> None:
     clean = _run(str(files["public"]), str(files["fresh"]), "--stratify", "family")
     assert clean.returncode == 0, clean.stderr
@@ -288,6 +290,7 @@ def test_command_text_and_json(files: dict[str, Path]) -> None:
     assert NOT_SUSPICIOUS in json.loads(_run(str(files["public"]), str(files["fresh"]), "--json").stdout)["verdict"]
 
 
+@pytest.mark.e2e
 def test_command_refusals_exit_4_with_one_line(files: dict[str, Path], tmp_path: Path) -> None:
     same = _run(str(files["public"]), str(files["contaminated"]))  # both "public": the same sha256
     other = _run(str(files["public"]), str(files["other_model"]))

@@ -403,9 +403,6 @@ def test_files_are_written_with_the_users_umask(
 ) -> None:
     old = os.umask(0o027)
     try:
-        import pytest_sys1cal.files as files
-
-        files._UMASK = 0o027  # read at import; this process imported it before the umask changed
         root, report = tmp_path / "c", tmp_path / "report.json"
         assert record_subset(pytester, root, loopback.url).ret == pytest.ExitCode.OK
         sys1cal(
@@ -413,7 +410,6 @@ def test_files_are_written_with_the_users_umask(
         )
     finally:
         os.umask(old)
-        files._UMASK = old
     manifest = root / "systemone" / "jev-latest" / "manifest.json"
     cassette = next((root / "systemone" / "jev-latest").rglob(f"{SUBSET}*.json"))
     for path in (manifest, cassette, report):

@@ -30,7 +30,7 @@ from pytest_sys1cal.gates.config import parse_thresholds
 from pytest_sys1cal.models.base import WireResponse
 from pytest_sys1cal.models.systemone import SystemOneAdapter
 from pytest_sys1cal.options import OPTIONS
-from pytest_sys1cal.report.json_report import report_document
+from pytest_sys1cal.report.document import report_document
 from pytest_sys1cal.results import ResultRow, analysis_rows
 from tests.loopback import Behaviour, LoopbackServer
 
@@ -411,6 +411,7 @@ def calibrate_bias(simulator: Simulator, drop: float, noise: float) -> tuple[flo
     return bias, achieved(bias)
 
 
+@pytest.mark.slow
 def test_baseline_gate_error_rates_under_noise() -> None:
     from pytest_sys1cal.gates.regression import evaluate_regression
 

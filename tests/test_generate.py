@@ -54,7 +54,12 @@ def _read(path: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     ]
 
 
-@pytest.fixture(scope="module", params=DATASETS, ids=[f"seed{s}-n{n}" for s, n in DATASETS])
+# The 1,500-problem set takes seconds to generate: it is in the slow tier.
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(d, marks=pytest.mark.slow) if d[1] >= 1000 else d for d in DATASETS],
+    ids=[f"seed{s}-n{n}" for s, n in DATASETS],
+)
 def dataset(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict, dict]]:
     seed, problems = request.param
     path = tmp_path_factory.mktemp("generated") / f"seed{seed}-n{problems}.jsonl"

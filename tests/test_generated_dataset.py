@@ -152,6 +152,7 @@ def test_cassettes_refuse_a_dataset_from_another_seed(
     result.stderr.fnmatch_lines([f"*recorded for dataset sha256 {recorded['sha']}*{other} has sha256 {other_sha}*"])
 
 
+@pytest.mark.slow
 def test_a_10000_problem_set_loads_and_collects(tmp_path: Path) -> None:
     """Generation and collection of ~67,000 renderings, each in one process; the file is ~150 MB.
     Measured on 2 vCPUs: generating ~4 s, collecting ~10 s (json parsing ~4 s, items ~3 s)."""

@@ -19,6 +19,9 @@ from pytest_sys1cal.report.paper_tables import build_tables  # noqa: E402
 from pytest_sys1cal.report.table import Table  # noqa: E402
 from tests.reports import golden, shifted_baseline, with_comparison  # noqa: E402
 
+# Draws every figure of whole runs with matplotlib.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 EVERY_RUN = ["transfer", "reliability", "score", "score-choice", "sensitivity", "groups", "readout"]
 
@@ -106,6 +109,7 @@ def test_text_from_the_report_is_escaped() -> None:
     assert '<td class="v-FAILED">FAILED</td>' in cell
 
 
+@pytest.mark.e2e
 def test_the_same_report_gives_the_same_bytes_in_any_process(
     compared: tuple[dict, dict], compared_page: str, jev_page: str
 ) -> None:
@@ -134,7 +138,7 @@ def test_no_date_creator_or_random_id_in_the_figures(compared_page: str) -> None
 )
 def test_a_thin_run_draws_what_it_can(answers: dict, expected: list[str]) -> None:
     from pytest_sys1cal.analysis import analyze
-    from pytest_sys1cal.report.json_report import report_document
+    from pytest_sys1cal.report.document import report_document
     from tests.analysis.conftest import build_item
 
     error = None if answers else "server error"

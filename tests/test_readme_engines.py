@@ -33,8 +33,11 @@ import pytest
 
 from pytest_sys1cal.analysis import analyze
 from pytest_sys1cal.analysis.recalibration import binary_scores, fit_threshold, logit
+from pytest_sys1cal.defaults import P_FLOOR
 from pytest_sys1cal.report.figure_data import Columns
-from pytest_sys1cal.vocabulary import P_FLOOR
+
+# Replays every bundled engine's cassettes.
+pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parent.parent
 SETS = {

@@ -29,9 +29,9 @@ import httpcore._backends.anyio  # noqa: F401
 import pytest
 from jevcompat.mock import MockConfig, Running
 
-from pytest_sys1cal.session import recording_hooks
 from pytest_sys1cal.dataset import Rendering, load_dataset
 from pytest_sys1cal.recording.policy import Limits, backoff, retry_after_seconds
+from pytest_sys1cal.session import recording_hooks
 from tests.loopback import Behaviour, Handler, LoopbackServer, Serving
 
 RENDERINGS = load_dataset("sys1cal-v1").renderings

@@ -22,6 +22,9 @@ from pytest_sys1cal.store.lock import LOCK_NAME, FolderLock, FolderLocked
 from tests.loopback import Behaviour, LoopbackServer
 from tests.test_recording import subset
 
+# Runs recordings in subprocesses against loopback servers.
+pytestmark = pytest.mark.e2e
+
 QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
 
 

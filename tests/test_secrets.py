@@ -191,6 +191,7 @@ def sent_credentials(server: EchoServer, adapter: str) -> None:
     assert set(server.seen) == {expected}, server.seen
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("adapter", sorted(ADAPTERS))
 @pytest.mark.parametrize("status", ERROR_STATUSES)
 def test_a_key_quoted_in_a_servers_error_reaches_no_output(tmp_path: Path, adapter: str, status: int) -> None:
@@ -205,6 +206,7 @@ def test_a_key_quoted_in_a_servers_error_reaches_no_output(tmp_path: Path, adapt
     assert_nothing_leaks(run, "junit.xml", "report.json", "report.html", "summary.md")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("status", [422, 401])
 def test_a_key_quoted_in_a_servers_error_is_redacted_on_xdist_workers(tmp_path: Path, status: int) -> None:
     """The same route under xdist: messages are built on the workers, which have the run's redactor too."""
@@ -216,6 +218,7 @@ def test_a_key_quoted_in_a_servers_error_is_redacted_on_xdist_workers(tmp_path: 
     assert_nothing_leaks(run, "junit.xml", "report.json", "report.html", "summary.md")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("adapter", sorted(ADAPTERS))
 def test_a_key_echoed_in_a_successful_answer_reaches_no_cassette_and_replays(tmp_path: Path, adapter: str) -> None:
     """Route: what a recording keeps (headers by name and value, the reason phrase, the body, the reported
@@ -240,6 +243,7 @@ def test_a_key_echoed_in_a_successful_answer_reaches_no_cassette_and_replays(tmp
     assert_nothing_leaks(replay, "junit.xml", "report.json")
 
 
+@pytest.mark.e2e
 def test_a_key_with_surrounding_whitespace_is_sent_stripped_and_redacted(tmp_path: Path) -> None:
     with EchoServer(RENDERINGS) as server:
         args, env = adapter_args("systemone", server, key=f"  {KEY} \n")
@@ -249,6 +253,7 @@ def test_a_key_with_surrounding_whitespace_is_sent_stripped_and_redacted(tmp_pat
     assert_nothing_leaks(run, "junit.xml", "report.json", "report.html", "summary.md")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("key", "said"), [(f"{KEY[:13]}\n{KEY[13:]}", "a line break"), (f"{KEY}é", "a control")])
 def test_an_unsendable_key_stops_before_anything_is_sent_without_showing_it(
     tmp_path: Path, key: str, said: str
@@ -261,6 +266,7 @@ def test_an_unsendable_key_stops_before_anything_is_sent_without_showing_it(
     assert_nothing_leaks(run)
 
 
+@pytest.mark.e2e
 def test_credentials_in_the_base_url_reach_no_connection_error_or_command(tmp_path: Path) -> None:
     """Routes: the fatal connection error (item line, Interrupted line, JUnit, reports) and the commands
     printed when replay has no cassette folder (a usage error) or misses a cassette (an item's advice)."""
@@ -345,6 +351,7 @@ def buggy_cassettes(buggy_recording: Path, tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "options",
     [("--showlocals", "--tb=long", "-rA"), ("--tb=native",), ("-l", "-n", "2", "-rA"), ("-p", "no:terminal")],
@@ -368,6 +375,7 @@ def test_a_bug_quoting_the_key_shows_its_traceback_redacted(buggy_cassettes: Pat
     assert_nothing_leaks(run, "junit.xml", "report.json", "report.html", "summary.md")
 
 
+@pytest.mark.e2e
 def test_a_bug_quoting_the_key_while_recording_or_planning_is_redacted(buggy_cassettes: Path) -> None:
     """Routes: an exception on the recording thread (the item's one line) and one in the plan, before any
     item runs (pytest's INTERNALERROR lines, --showlocals included)."""
@@ -386,6 +394,7 @@ def test_a_bug_quoting_the_key_while_recording_or_planning_is_redacted(buggy_cas
     assert_nothing_leaks(plan)
 
 
+@pytest.mark.e2e
 def test_log_records_of_httpx_and_vcrpy_are_redacted(tmp_path: Path) -> None:
     """Route: logging. httpx logs each request's URL (credentials included) and reason phrase, vcrpy each
     recorded response before it is scrubbed; live logs, the log file and JUnit's captured logs show them."""

@@ -20,6 +20,9 @@ from tests.degraded import degrade
 from tests.test_layout import imports
 from tests.versions import JEV, NEW, OLD, REPO, edit_manifest, regression_rows, two_versions
 
+# Replays recorded versions; runs the command in subprocesses and its page in Chromium.
+pytestmark = pytest.mark.e2e
+
 THRESHOLDS = REPO / "thresholds.yaml"
 
 

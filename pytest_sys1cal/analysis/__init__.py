@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..vocabulary import RECALIBRATION_SPLITS
+from ..defaults import RECALIBRATION_SPLITS
 from .breakdown import breakdowns
 from .calibration import calibration
 from .choice_calibration import choice_calibration_table

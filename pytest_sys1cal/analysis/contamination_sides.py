@@ -15,8 +15,9 @@ import numpy as np
 
 from ..bands import ALL_BANDS, band_of
 from ..errors import InputError
+from ..report.document import dataset_sha, model_and_version, model_source
 from ..vocabulary import FAMILY_NAMES
-from .saved_report import dataset_sha, model_and_version, model_source, rendering_ovl
+from .paired import rendering_ovl
 from .stats import Clusters
 
 STRATUM_KEYS = ("family", "band", "representation")

@@ -105,7 +105,7 @@ def worked_example(fit: LatentFit, error_cost: float, defer_cost: float) -> dict
         "choice": float(choice[0]),
         "inverse": float(bounds["inverse"][0][0]),
         "interval": [float(bounds["interval"][0][0]), float(bounds["interval"][1][0])],
-        "actions": {rule: min(risk, key=risk.get) for rule, risk in risks.items()},  # ties: ACTIONS order
+        "actions": {rule: min(risk, key=risk.__getitem__) for rule, risk in risks.items()},  # ties: ACTIONS order
         "risks": risks,
         "region": [low, high],
     }

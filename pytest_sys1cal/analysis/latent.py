@@ -45,7 +45,9 @@ STEP_FLOOR = 1e-12
 SINGULAR = 1e-12
 
 
-def uncertain_mass(mu: np.ndarray, lam: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+def uncertain_mass(
+    mu: np.ndarray, lam: float | np.ndarray, alpha: float | np.ndarray, beta: float | np.ndarray
+) -> np.ndarray:
     """U(μ) = λ·μ^α·(1−μ)^β, broadcasting over parameters and items."""
     return lam * np.power(mu, alpha) * np.power(1 - mu, beta)
 

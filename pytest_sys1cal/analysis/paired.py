@@ -11,11 +11,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..report.document import ANSWER_COLUMNS
 from .items import LEVEL_VALUES, score_expectation
 from .primitives import ovl
 
-# Per primitive: the report item column holding the repeat mean, and the sample key of one repeat.
-COLUMNS = {"noul": ("p_noul", "noul"), "choice": ("p_choice", "choice"), "score": ("mu_score", "score")}
+# Per primitive: the report item column holding the repeat mean, and the sample key of one repeat (the
+# primitive's own name).
+COLUMNS = {prim: (column, prim) for prim, column in ANSWER_COLUMNS.items()}
 
 
 class ComparisonError(InputError):
@@ -97,8 +99,8 @@ def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
         instance_id=shared,
         latent_ids=np.asarray([new_items[i]["latent_instance_id"] for i in shared], dtype=str),
         p_star=np.asarray([float(new_items[i]["p_star"]) for i in shared]),
-        new={prim: _column(new_rows, column) for prim, (column, _) in COLUMNS.items()},
-        base={prim: _column(base_rows, column) for prim, (column, _) in COLUMNS.items()},
+        new={prim: column(new_rows, key) for prim, (key, _) in COLUMNS.items()},
+        base={prim: column(base_rows, key) for prim, (key, _) in COLUMNS.items()},
         new_repeats=per_repeat(new_rows, new_r) if _per_answer(new) == 1 else dict.fromkeys(COLUMNS),
         base_repeats=per_repeat(base_rows, base_r) if _per_answer(baseline) == 1 else dict.fromkeys(COLUMNS),
         family=[new_items[i].get("family") for i in shared],
@@ -142,7 +144,8 @@ def _per_answer(report: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
-def _column(items: list[Mapping[str, Any]], key: str) -> np.ndarray:
+def column(items: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+    """One key of every item as floats, NaN where null or absent (a primitive not asked)."""
     return np.asarray([np.nan if item.get(key) is None else float(item[key]) for item in items])
 
 
@@ -207,3 +210,9 @@ def within_variance(values: np.ndarray | None, rows: np.ndarray) -> float | None
 def per_repeat_ovl(per_repeat_p: np.ndarray | None, p_star: np.ndarray) -> np.ndarray | None:
     """(n, r) per-repeat OVL = 1 − |p − p*| from per-repeat probabilities."""
     return None if per_repeat_p is None else ovl(per_repeat_p, p_star[:, None])
+
+
+def rendering_ovl(items: Sequence[Mapping[str, Any]], primitive: str) -> np.ndarray:
+    """OVL_i = 1 − |p̄_i − p*_i| of each rendering of a saved report (p̄_i its repeat mean, as in Table 1); NaN
+    where the primitive was not asked."""
+    return ovl(column(items, ANSWER_COLUMNS[primitive]), column(items, "p_star"))

@@ -13,9 +13,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import InputError
+from ..report.document import dataset_sha, model_source
 from ..vocabulary import LABELS, PRIMITIVES
-from .paired import COLUMNS, ComparisonError, pair_reports, per_repeat, per_repeat_ovl, within_variance
-from .saved_report import dataset_sha, model_source, rendering_ovl
+from .paired import COLUMNS, ComparisonError, pair_reports, per_repeat, per_repeat_ovl, rendering_ovl, within_variance
 from .stats import Clusters
 from .student_t import t_ppf
 
@@ -217,14 +217,14 @@ def _from_baseline(report: Mapping[str, Any], baseline: Mapping[str, Any], primi
     if np.unique(paired.latent_ids[both]).size < 2:
         raise PowerError(f"--baseline: {LABELS[primitive]} is measured on fewer than 2 latent problems in both reports")
     d = (np.abs(base - paired.p_star) - np.abs(new - paired.p_star))[both]  # OVL_report − OVL_baseline
-    noise_sds = [repeat_sd(r, primitive) for r in (report, baseline)]
+    sd_new, sd_base = (repeat_sd(r, primitive) for r in (report, baseline))
     var_d = float(d.var(ddof=1))
-    if None in noise_sds:
+    if sd_new is None or sd_base is None:
         noise, sigma_w = 0.0, None
         source = "measured: SD of the paired differences (1 repeat: repeat noise not removed, an upper bound)"
     else:
-        noise = (noise_sds[0] ** 2 + noise_sds[1] ** 2) / paired.repeats
-        sigma_w = math.sqrt((noise_sds[0] ** 2 + noise_sds[1] ** 2) / 2)
+        noise = (sd_new**2 + sd_base**2) / paired.repeats
+        sigma_w = math.sqrt((sd_new**2 + sd_base**2) / 2)
         source = "measured: SD of the paired differences minus their repeat noise"
     return {
         "sigma_delta": math.sqrt(max(var_d - noise, 0.0)),
@@ -432,6 +432,8 @@ def _what_if(plan: _Design, repeats: Sequence[int]) -> dict[str, Any]:
 def _row(plan: _Design, r: int, var: float, deff: float) -> dict[str, Any]:
     """One line of the table: what a dataset with r repeats needs, and what this report's size detects."""
     row: dict[str, Any] = {"repeats": r, "variance": var, "design_effect": deff, "t_corrected": False}
+    renderings: int | None
+    latent_problems: int | None
     if plan.kind == "paired":
         renderings, latent_problems = _paired_size(plan, var, deff, row)
         mde = plan.z * math.sqrt(var * deff / plan.est.renderings)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..vocabulary import RECALIBRATION_SPLITS
+from ..defaults import RECALIBRATION_SPLITS
 from .readout import logit, roc_auc
 from .stats import with_reasons
 

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import MeasurementError
-from ..vocabulary import P_FLOOR
+from ..defaults import P_FLOOR
 from .student_t import t_ppf, t_sf
 
 # Random sign flips for the randomisation test; with few latent problems all 2^J flips are enumerated.
@@ -20,9 +19,9 @@ SIGN_FLIPS = 9999
 SIGN_FLIP_CHUNK = 250
 
 
-class NotEnoughData(MeasurementError):
-    """A statistic cannot be computed from this run; the message is the reason shown to the user (caught
-    where the statistic is computed: its block says `None` and why)."""
+class NotEnoughData(ValueError):
+    """A statistic is undefined on this input (too few latent problems, no variation). Not an error of the run:
+    the analysis catches it where the statistic is computed, and its block says `None` and why (the message)."""
 
 
 @dataclass(frozen=True)

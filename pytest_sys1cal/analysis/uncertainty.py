@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..vocabulary import P_FLOOR
+from ..defaults import P_FLOOR
 from .latent import BLOCK, LatentData, LatentFit, fit_batch, log_terms, peak_mass
 from .stats import (
     SIGN_FLIPS,

@@ -14,8 +14,7 @@ from ..analysis.contamination_sides import PUBLIC_DATASET, ContaminationError
 from ..dataset import DatasetError, resolve_path
 from ..errors import EXIT_INPUT
 from ..report.contamination_text import format_check
-from ..report.json_report import dumps
-from ..report_file import ReportError, read_report
+from ..report.document import ReportError, dumps, read_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from ..errors import EXIT_INPUT
+from ..report.document import ReportError, read_report
 from ..report.html import HtmlUnavailable, check_available, write_html
-from ..report_file import ReportError, read_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

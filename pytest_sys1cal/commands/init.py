@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
-from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, ShippedError
+from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, BundledError
 from ..errors import EXIT_INPUT, InputError
 from ..models import BUILTIN_ADAPTERS
 from .project_files import Project, files, ini_snippet, next_steps
@@ -48,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
         project = _project(args.model, args.version)
         planned = {args.dir / name: text for name, text in files(project).items()}
         _write_all(args.dir, planned)
-    except (InitError, ShippedError) as exc:
+    except (InitError, BundledError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     print(_summary(args.dir, list(planned), project))

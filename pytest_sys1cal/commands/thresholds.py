@@ -17,7 +17,6 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -26,8 +25,8 @@ from ..errors import EXIT_INPUT, InputError
 from ..gates.config import parse_thresholds
 from ..gates.schema import SECTIONS, ThresholdsError
 from ..gates.thresholds_rule import DEFAULT_RESAMPLES, MIN_RESAMPLES, RuleResult, threshold_rule
+from ..report.document import ReportDocument, ReportError, read_report
 from ..report.thresholds_text import SETTINGS, Shape, render_section, rule_header
-from ..report_file import ReportError, read_report
 
 FROM_REPORT = object()  # `--version` given without a name: the report's version
 
@@ -96,7 +95,7 @@ def main(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------- the report
 
 
-def _check_full_run(report: Mapping[str, Any], where: str) -> None:
+def _check_full_run(report: ReportDocument, where: str) -> None:
     """Threshold gates describe the whole dataset: a report of part of it would give limits for another set."""
     counts, dataset = report.get("counts") or {}, report.get("dataset") or {}
     total, measured = dataset.get("renderings"), counts.get("measured", len(report["items"]))
@@ -108,7 +107,7 @@ def _check_full_run(report: Mapping[str, Any], where: str) -> None:
         )
 
 
-def _report_model(report: Mapping[str, Any], key: str, where: str) -> str:
+def _report_model(report: ReportDocument, key: str, where: str) -> str:
     value = (report.get("model") or {}).get(key)
     if not isinstance(value, str) or not value:
         flag = "--model" if key == "name" else "--version"
@@ -116,12 +115,12 @@ def _report_model(report: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
-def _costs(report: Mapping[str, Any]) -> dict[str, float]:
+def _costs(report: ReportDocument) -> dict[str, float]:
     decisions = report.get("decisions") or {}
     return {"error_cost": decisions.get("error_cost", 100), "deferral_cost": decisions.get("defer_cost", 45)}
 
 
-def _header(report: Mapping[str, Any], where: str, shape: Shape, result: RuleResult) -> list[str]:
+def _header(report: ReportDocument, where: str, shape: Shape, result: RuleResult) -> list[str]:
     model, dataset = report.get("model") or {}, report.get("dataset") or {}
     scope = (
         f"{shape.model} {shape.version}: gates for that version, laid over {shape.model}'s section"
@@ -164,9 +163,10 @@ class _Target:
             raise SectionError(f"{path}: cannot read it ({exc}); name another file with --file, or --paste") from None
         try:
             root = yaml.compose(text, Loader=yaml.SafeLoader)
+            empty = root is None
         except yaml.YAMLError:
-            root = False  # the reader below names the line
-        if root is None:
+            empty = False  # the reader below names the line
+        if empty:
             return cls(path, text)  # empty or only comments (e.g. just created by `>>`): nothing to clash with
         try:
             base = parse_thresholds(text, str(path), model, None)
@@ -206,7 +206,7 @@ def _shape(target: _Target | None, model: str, version: str | None, path: Path) 
             f"stops every run. Print one version's block to go under it instead (add --version, or --version NAME), "
             f"or delete {model}'s section first to replace it"
         )
-    if version in (target.versions or {}):
+    if target.versions and version in target.versions:
         raise SectionError(
             f"{path}:{target.versions[version]}: {model} already has a block for {version}; edit it by hand, or "
             "delete it and run this again"

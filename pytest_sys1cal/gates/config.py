@@ -69,7 +69,7 @@ def parse_thresholds(
 ) -> Thresholds:
     reader = _Reader(filename)
     models = reader.parse_file(text, None if known_models is None else tuple(known_models))
-    resolved = {}
+    resolved: dict[str, dict[str | None, dict[str, Any]]] = {}
     for name, (base, versions) in models.items():  # validate every combination, not only the one used
         resolved[name] = {None: reader.resolve(name, None, base, None)}
         for key, (layer, _line) in versions.items():
@@ -92,10 +92,10 @@ def parse_thresholds(
             regression=RegressionConfig(file=filename),
             notice=f"no section for model '{model}' (models in the file: {listed}); no threshold gates apply",
         )
-    versions = tuple(models[model][1])
-    chosen = resolved[model].get(version) if version in versions else resolved[model][None]
-    layers = (model, f"{model}[{version}]") if version in versions else (model,)
-    return Thresholds(path=filename, model=model, version=version, layers=layers, versions=versions, **chosen)
+    known = tuple(models[model][1])
+    chosen = resolved[model][version] if version in known else resolved[model][None]
+    layers = (model, f"{model}[{version}]") if version in known else (model,)
+    return Thresholds(path=filename, model=model, version=version, layers=layers, versions=known, **chosen)
 
 
 class _Layers(Nodes):

@@ -3,15 +3,15 @@ dataset, or a gate that measured nothing, means for its verdict."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
+from ..report.document import ReportDocument
 from ..vocabulary import Verdict
 from .rows import GateRow
 from .schema import Thresholds
 
 
-def evaluate(thresholds: Thresholds, report: Mapping[str, Any]) -> list[GateRow]:
+def evaluate(thresholds: Thresholds, report: ReportDocument) -> list[GateRow]:
     """One row per configured gate, in file-independent order (primitives, then uncertainty): "passed",
     "FAILED", or "not measured" when what it reads is absent from this run."""
     return [gate.evaluate(report) for gate in thresholds.gates]

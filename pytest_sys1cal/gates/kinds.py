@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..report.document import ReportDocument
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
 from .rows import GateRow
 
@@ -42,7 +43,7 @@ class Gate:
     def key(self) -> str:
         return self.kind.key
 
-    def evaluate(self, report: Mapping[str, Any]) -> GateRow:
+    def evaluate(self, report: ReportDocument) -> GateRow:
         return self.kind.evaluate(self, report)
 
 
@@ -62,7 +63,7 @@ class GateKind(ABC):
         """The gate's limit from the key's value and the other keys of its section; None: no gate."""
 
     @abstractmethod
-    def evaluate(self, gate: Gate, report: Mapping[str, Any]) -> GateRow:
+    def evaluate(self, gate: Gate, report: ReportDocument) -> GateRow:
         """The gate judged on this run's report ("not measured" when what it reads is absent)."""
 
 
@@ -87,7 +88,7 @@ class Bound(GateKind):
     def limit(self, value: Any, section: Mapping[str, Any]) -> float | None:
         return value
 
-    def evaluate(self, gate: Gate, report: Mapping[str, Any]) -> GateRow:
+    def evaluate(self, gate: Gate, report: ReportDocument) -> GateRow:
         prim = gate.section
         label, metric = f"{LABELS[prim]} {self.what}", self.metric.format(p=prim)
         raw, reason = None, ""
@@ -130,7 +131,7 @@ class LambdaTest(GateKind):
         alpha = section.get("alpha")
         return (DEFAULT_ALPHA if alpha is None else alpha) if value is True else None
 
-    def evaluate(self, gate: Gate, report: Mapping[str, Any]) -> GateRow:
+    def evaluate(self, gate: Gate, report: ReportDocument) -> GateRow:
         p, reason = lookup(report, ("uncertainty", "test", "p_value"))
         metric, alpha = "uncertainty.test.p_value", f"{gate.limit:g}"
         if p is None:
@@ -229,7 +230,7 @@ def kinds_in(section: str) -> tuple[GateKind, ...]:
     return tuple(kind for kind in KINDS.values() if section in kind.sections)
 
 
-def lookup(report: Mapping[str, Any], path: tuple[str, ...]) -> tuple[float | None, str]:
+def lookup(report: ReportDocument, path: tuple[str, ...]) -> tuple[float | None, str]:
     """The number at `path`, or None and why: the innermost block's own `reason` when it gives one."""
     node: Any = report
     reason = None

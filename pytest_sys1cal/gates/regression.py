@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
+from ..report.document import ReportDocument
 from ..vocabulary import PRIMITIVES, REPORT_SCHEMA, Verdict
 from .margins import inconclusive_setting, margins_details
 from .rows import GateRow
@@ -32,8 +33,8 @@ def check_baseline(baseline: Any, dataset_sha256: str | None, baseline_name: str
 
 def evaluate_regression(
     thresholds: Thresholds | RegressionConfig | None,
-    report: Mapping[str, Any],
-    baseline_report: Mapping[str, Any],
+    report: ReportDocument,
+    baseline_report: ReportDocument,
     seed: int = 0,
     *,
     baseline_name: str = "the baseline",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from ..report.document import GateJSON
 from ..vocabulary import Verdict
 
 
@@ -34,10 +35,10 @@ class GateRow:
             self, verdict=verdict, explanation=explanation, observed=self.observed if keep_observed else None
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> GateJSON:
         """The row as the report's ``gates[]`` holds it; ``passed`` is derived (true, false, or null when the
         gate neither passed nor failed) for the readers of the stable schema."""
-        out: dict[str, Any] = {
+        out: GateJSON = {
             "name": self.name,
             "metric": self.metric,
             "observed": self.observed,
@@ -47,7 +48,8 @@ class GateRow:
             "explanation": self.explanation,
         }
         if self.details is not None:  # an upgrade-gate row, whose baseline and new may be null
-            out.update(baseline=self.baseline, new=self.new, details=dict(self.details), tolerated=self.tolerated)
+            out["baseline"], out["new"] = self.baseline, self.new
+            out["details"], out["tolerated"] = dict(self.details), self.tolerated
         return out
 
     @classmethod

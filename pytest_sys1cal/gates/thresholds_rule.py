@@ -254,7 +254,7 @@ def lambda_rule(table: ItemTable, codes: np.ndarray, weights: np.ndarray, alpha:
         return LambdaRule(None, alpha, statistic=float(t[0]), df=df, reason="too few resamples give t a standard error")
     se = float(np.std(resampled, ddof=1))
     statistic, critical = float(t[0]), t_ppf(df, 1 - alpha)
-    common = {"alpha": alpha, "statistic": statistic, "se": se, "df": df, "critical": critical}
+    common: dict[str, Any] = {"alpha": alpha, "statistic": statistic, "se": se, "df": df, "critical": critical}
     if statistic - SES * se > critical:
         return LambdaRule("require_lambda_positive", **common)
     if statistic + SES * se < critical:

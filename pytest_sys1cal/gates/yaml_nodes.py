@@ -40,7 +40,8 @@ class Nodes:
         non-string keys."""
         if not isinstance(node, yaml.MappingNode):
             raise self.fail(line_of(node), path, f"expected a mapping for {what}, got {node_text(node)}")
-        out, seen = [], {}
+        out: list[tuple[str, yaml.Node, yaml.Node]] = []
+        seen: dict[str, int] = {}
         for key_node, value in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise self.fail(

@@ -1,1 +1,2 @@
-"""Renderers of one result object: terminal tables, Markdown, JSON, JUnit properties."""
+"""The report document (document.py, its one typed home) and its renderers: terminal tables, Markdown, HTML and
+figures, and the texts of the offline commands."""

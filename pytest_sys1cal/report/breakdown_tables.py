@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from ..vocabulary import LABELS
+from .document import ReportDocument
 from .table import Table, fmt
 
 MOVED_MOST = 3  # cells named in the "moved most" note of the comparison by family
 
 
-def _breakdown_table(result: Mapping[str, Any], key: str, what: str) -> Table | None:
+def _breakdown_table(result: ReportDocument, key: Literal["by_family", "by_representation"], what: str) -> Table | None:
     groups = result.get(key)
     if groups is None:  # a report from before the breakdowns
         return None
@@ -47,15 +48,15 @@ def _breakdown_table(result: Mapping[str, Any], key: str, what: str) -> Table | 
     return Table(title=f"Table 1 by {what}", columns=columns, rows=rows, notes=notes)
 
 
-def by_family_table(result: Mapping[str, Any]) -> Table | None:
+def by_family_table(result: ReportDocument) -> Table | None:
     return _breakdown_table(result, "by_family", "family")
 
 
-def by_representation_table(result: Mapping[str, Any]) -> Table | None:
+def by_representation_table(result: ReportDocument) -> Table | None:
     return _breakdown_table(result, "by_representation", "representation")
 
 
-def family_deltas(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def family_deltas(result: ReportDocument) -> dict[str, dict[str, Any]]:
     """Primitive → family → Δ cell, from the upgrade gate rows of a report (empty without a baseline)."""
     out: dict[str, dict[str, Any]] = {}
     for gate in result.get("gates") or []:
@@ -73,7 +74,7 @@ def _delta(cell: Mapping[str, Any] | None) -> str:
     return f"{cell['difference']:+.3f}{interval}"
 
 
-def family_delta_table(result: Mapping[str, Any]) -> Table | None:
+def family_delta_table(result: ReportDocument) -> Table | None:
     """Δ mean OVL (new − baseline) per family and compared primitive, with the bootstrap interval; the note
     names the cells that moved most. Descriptive: the upgrade gate decides on the whole dataset."""
     deltas = family_deltas(result)

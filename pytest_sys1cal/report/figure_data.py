@@ -11,13 +11,8 @@ import numpy as np
 
 from ..analysis.calibration import BINS, equal_width_bins
 from ..analysis.latent import uncertain_mass
-
-# Report item column of each primitive's answer (Score: its expectation μ_S).
-ANSWER = {"noul": "p_noul", "choice": "p_choice", "score": "mu_score"}
-
-
-def _column(items: list[Mapping[str, Any]], key: str) -> np.ndarray:
-    return np.array([np.nan if item.get(key) is None else float(item[key]) for item in items], dtype=float)
+from ..analysis.paired import column
+from .document import ANSWER_COLUMNS, ReportDocument
 
 
 @dataclass(frozen=True)
@@ -32,12 +27,12 @@ class Columns:
     representation: np.ndarray
 
     @classmethod
-    def of(cls, report: Mapping[str, Any]) -> Columns:
+    def of(cls, report: ReportDocument) -> Columns:
         items = list(report.get("items") or [])
         return cls(
-            p_star=_column(items, "p_star"),
-            answers={prim: _column(items, key) for prim, key in ANSWER.items()},
-            choice_swapped=_column(items, "p_choice_swapped"),
+            p_star=column(items, "p_star"),
+            answers={prim: column(items, key) for prim, key in ANSWER_COLUMNS.items()},
+            choice_swapped=column(items, "p_choice_swapped"),
             latent=np.array([str(item.get("latent_instance_id")) for item in items], dtype=str),
             family=np.array([str(item.get("family")) for item in items], dtype=str),
             representation=np.array([str(item.get("representation")) for item in items], dtype=str),

@@ -3,9 +3,7 @@ the ones that have something to show. Imported only for ``--sys1cal-html`` (and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from .document import ReportDocument
 from .figures import (
     Inputs,
     Rendered,
@@ -86,6 +84,6 @@ SPECS = [
 ]
 
 
-def render_figures(report: Mapping[str, Any], baseline: Mapping[str, Any] | None = None) -> list[Rendered]:
+def render_figures(report: ReportDocument, baseline: ReportDocument | None = None) -> list[Rendered]:
     """Every figure that has something to show for this report (and baseline), as standalone SVG."""
     return draw_all(SPECS, Inputs.of(report, baseline))

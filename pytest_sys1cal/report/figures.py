@@ -11,7 +11,7 @@ import io
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import matplotlib
 import numpy as np
@@ -19,12 +19,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..vocabulary import LABELS, PRIMITIVES
+from .document import ReportDocument
 from .figure_data import Columns, latent_curve, latent_ranges, reliability
 
 COLORS = {"noul": "#1f77b4", "choice": "#d95f02", "score": "#1b9e77"}
 BASELINE = "#8c8c8c"
 AXIS_LABEL = {"noul": "Noul P(True)", "choice": "Choice P(True)", "score": "Score expectation μ_S"}
-STYLE = {
+# Any: matplotlib's stubs type rcParams keys as a Literal of every name, which a dict literal never is.
+STYLE: Any = {
     "svg.hashsalt": "pytest-sys1cal",  # clip-path and marker ids from content, not uuid4: same report, same bytes
     "svg.fonttype": "path",
     "font.family": "DejaVu Sans",  # shipped inside matplotlib, so the glyphs do not depend on the machine
@@ -53,13 +55,13 @@ class Rendered:
 class Inputs:
     """What the figures read: the report, its items as columns, and the same for a baseline report."""
 
-    report: Mapping[str, Any]
+    report: ReportDocument
     data: Columns
-    baseline: Mapping[str, Any] | None = None
+    baseline: ReportDocument | None = None
     base: Columns | None = None
 
     @classmethod
-    def of(cls, report: Mapping[str, Any], baseline: Mapping[str, Any] | None = None) -> Inputs:
+    def of(cls, report: ReportDocument, baseline: ReportDocument | None = None) -> Inputs:
         return cls(report, Columns.of(report), baseline, Columns.of(baseline) if baseline else None)
 
     def primitives(self) -> list[str]:
@@ -69,7 +71,7 @@ class Inputs:
 
 def to_svg(figure: Figure, key: str) -> str:
     buffer = io.StringIO()
-    with matplotlib.rc_context({**STYLE, "svg.id": key}):
+    with matplotlib.rc_context(cast(Any, {**STYLE, "svg.id": key})):
         figure.savefig(buffer, format="svg", metadata=METADATA)
     return numbered_ids(buffer.getvalue())
 

@@ -99,9 +99,10 @@ def _margin_panel(ax: Any, inputs: Inputs, prim: str) -> None:
     ax.hist(margins[gold], bins=bins, color=COLORS[prim], alpha=0.75, label="gold True (p* ≥ 0.5)")
     ax.hist(margins[~gold], bins=bins, color="#555555", alpha=0.45, label="gold False")
     ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
-    block = (inputs.report.get("readout") or {}).get(prim) or {}
-    if prim == "choice" and inputs.report.get("option_swap"):
-        block = inputs.report["option_swap"]  # the readout of Choice over both orders
+    block: Mapping[str, Any] = (inputs.report.get("readout") or {}).get(prim) or {}
+    swap = inputs.report.get("option_swap")
+    if prim == "choice" and swap:
+        block = swap  # the readout of Choice over both orders
     offset, sep = block.get("offset"), block.get("sep")
     numbers = ["margins not computed"]
     if offset is not None and sep is not None:
@@ -147,7 +148,9 @@ def family_delta(inputs: Inputs) -> Figure | None:
             )
     ax.axvline(0, color="#444444", linewidth=0.8)
     margins = {
-        g["limit"] for g in inputs.report.get("gates") or [] if g["name"].startswith("regression.") and g.get("limit")
+        limit
+        for g in inputs.report.get("gates") or []
+        if g["name"].startswith("regression.") and (limit := g.get("limit"))
     }
     for k, margin in enumerate(sorted(margins)):
         label = "gate margin −δ" if k == 0 else None

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from ..gates.margins import margins_phrase
 from ..gates.rows import GateRow, Outcome, is_tolerated, outcome
 from ..vocabulary import Verdict
+from .document import GateJSON, ReportDocument
 from .table import Table, fmt
 
 
-def headline(result: Mapping[str, Any]) -> tuple[Outcome, str]:
+def headline(result: ReportDocument) -> tuple[Outcome, str]:
     """The run's gates in one phrase, and its outcome (gates/rows.py decides it)."""
     gates = [GateRow.from_json(g) for g in result.get("gates") or []]
     kind = outcome(gates)
@@ -36,7 +37,7 @@ def _value(value: Any) -> str:
     return fmt(value, 4) if isinstance(value, float) else fmt(value)
 
 
-def gate_table(result: Mapping[str, Any]) -> Table | None:
+def gate_table(result: ReportDocument) -> Table | None:
     gates = result.get("gates") or []
     if not gates:
         return None
@@ -53,7 +54,7 @@ def gate_table(result: Mapping[str, Any]) -> Table | None:
     return Table(title="Gates", columns=["gate", "observed", "limit", "verdict"], rows=rows, notes=notes)
 
 
-def comparison_table(result: Mapping[str, Any]) -> Table | None:
+def comparison_table(result: ReportDocument) -> Table | None:
     """The upgrade comparison: baseline and new side by side, for each regression gate."""
     rows = [g for g in result.get("gates") or [] if "baseline" in g and "new" in g]
     if not rows:
@@ -76,7 +77,7 @@ def comparison_table(result: Mapping[str, Any]) -> Table | None:
     )
 
 
-def _margin_notes(rows: list[Mapping[str, Any]]) -> list[str]:
+def _margin_notes(rows: Sequence[GateJSON]) -> list[str]:
     """Where the margins came from: one note when every compared primitive shares them, else one each (a
     report written before margins were recorded has none)."""
     phrases = {

@@ -12,17 +12,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from collections.abc import Mapping
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import InputError
 from ..files import write_atomic
 from ..vocabulary import PRIMITIVES, Verdict
+from .document import ReportDocument, dumps
 from .gates import headline
 from .interrupted import interrupted_line, selected
-from .json_report import dumps
 
 if TYPE_CHECKING:
     from .table import Table
@@ -70,11 +69,11 @@ def check_available() -> None:
         raise HtmlUnavailable(f"--sys1cal-html needs matplotlib: {INSTALL}")
 
 
-def write_html(path: Path, report: Mapping[str, Any], baseline: Mapping[str, Any] | None = None) -> None:
+def write_html(path: Path, report: ReportDocument, baseline: ReportDocument | None = None) -> None:
     write_atomic(path, render_html(report, baseline))
 
 
-def canonical(report: Mapping[str, Any]) -> dict[str, Any]:
+def canonical(report: ReportDocument) -> ReportDocument:
     """The report as its JSON file holds it (keys sorted), primitives in the vocabulary's order: the page of a
     run and the page of its saved report are then the same bytes."""
 
@@ -83,10 +82,10 @@ def canonical(report: Mapping[str, Any]) -> dict[str, Any]:
             return dict(sorted(pairs, key=lambda pair: PRIMITIVES.index(pair[0])))
         return dict(pairs)
 
-    return json.loads(dumps(report), object_pairs_hook=ordered)
+    return cast(ReportDocument, json.loads(dumps(report), object_pairs_hook=ordered))
 
 
-def render_html(report: Mapping[str, Any], baseline: Mapping[str, Any] | None = None) -> str:
+def render_html(report: ReportDocument, baseline: ReportDocument | None = None) -> str:
     from .figure_registry import render_figures
     from .paper_tables import build_tables
 
@@ -140,7 +139,7 @@ def figure_html(figure: Any) -> str:
     )
 
 
-def _header(report: Mapping[str, Any], baseline: Mapping[str, Any] | None, title: str) -> list[str]:
+def _header(report: ReportDocument, baseline: ReportDocument | None, title: str) -> list[str]:
     model, dataset, counts = report["model"], report["dataset"], report["counts"]
     kind, phrase = headline(report)
     css = {"failed": "failed", "undecided": "undecided", "passed": "ok", "none": ""}[kind]
@@ -171,7 +170,7 @@ def _header(report: Mapping[str, Any], baseline: Mapping[str, Any] | None, title
     return [f"<header><h1>{escape(title)}</h1>", verdict, f'<dl class="facts">{rows}</dl></header>']
 
 
-def _gates(report: Mapping[str, Any]) -> list[str]:
+def _gates(report: ReportDocument) -> list[str]:
     from .breakdown_tables import family_delta_table
     from .gates import comparison_table, gate_table
 

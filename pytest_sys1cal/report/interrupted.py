@@ -3,17 +3,16 @@ it got through its selection (the report's ``interrupted`` block, docs/report.md
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from .document import ReportDocument
 
 
-def selected(result: Mapping[str, Any]) -> int:
+def selected(result: ReportDocument) -> int:
     """The renderings the run's collection selected (after -k/-m): on an interrupted run more than ran."""
     interrupted = result.get("interrupted")
     return int(interrupted["selected"]) if interrupted else int(result["counts"]["renderings"])
 
 
-def interrupted_line(result: Mapping[str, Any]) -> str | None:
+def interrupted_line(result: ReportDocument) -> str | None:
     """One sentence for an interrupted run's report (None for a run that went through its selection): why it
     stopped, how many of the selected renderings ran and were measured, and what that means for the gates."""
     interrupted = result.get("interrupted")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from .breakdown_tables import family_delta_table
+from .document import ReportDocument
 from .gates import comparison_table, gate_table, headline
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
@@ -15,9 +15,7 @@ from .table import markdown
 ICONS = {"failed": "❌", "undecided": "⚠️", "passed": "✅", "none": "➖"}
 
 
-def summary_markdown(
-    result: Mapping[str, Any], html: Path | None = None, environ: Mapping[str, str] | None = None
-) -> str:
+def summary_markdown(result: ReportDocument, html: Path | None = None, environ: Mapping[str, str] | None = None) -> str:
     """html: the HTML report written by this run, linked as the job's artifact (run URL from GitHub's environ)."""
     model, dataset = result["model"], result["dataset"]
     kind, phrase = headline(result)
@@ -41,7 +39,7 @@ def summary_markdown(
     return "\n".join(lines) + "\n"
 
 
-def measured(result: Mapping[str, Any]) -> str:
+def measured(result: ReportDocument) -> str:
     """ "365 renderings measured"; on an interrupted run, of how many selected."""
     count = result["counts"]["measured"]
     if result.get("interrupted"):

@@ -6,11 +6,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .breakdown_tables import by_family_table, by_representation_table
+from .document import ReportDocument
 from .recalibration_table import recalibration_table
 from .table import Table, fmt, fmt_interval, fmt_p, fmt_t
 
 
-def table1(result: Mapping[str, Any]) -> Table:
+def table1(result: ReportDocument) -> Table:
     prims = result["primitives"]
     rows = [
         [
@@ -34,7 +35,7 @@ def _reason_notes(*blocks: Mapping[str, Any] | None) -> list[str]:
     return [f"Not computed: {block['reason']}." for block in blocks if block and block.get("reason")]
 
 
-def table2(result: Mapping[str, Any]) -> Table:
+def table2(result: ReportDocument) -> Table:
     unc = result["uncertainty"]
     test = unc["test"]
     df = None if unc["latent_problems"] < 2 else unc["latent_problems"] - 1
@@ -84,7 +85,7 @@ def table2(result: Mapping[str, Any]) -> Table:
     )
 
 
-def table3(result: Mapping[str, Any]) -> Table:
+def table3(result: ReportDocument) -> Table:
     cal = result["choice_calibration"]
     inverse, tuf = cal["inverse"], cal["tuf"]
     rows = [
@@ -110,7 +111,7 @@ def table3(result: Mapping[str, Any]) -> Table:
     )
 
 
-def table6(result: Mapping[str, Any]) -> Table:
+def table6(result: ReportDocument) -> Table:
     sens = result["representation_sensitivity"]
     rows = [
         [
@@ -142,7 +143,7 @@ _RULE_LABELS = {
 }
 
 
-def decisions_as_table(result: Mapping[str, Any]) -> Table:
+def decisions_as_table(result: ReportDocument) -> Table:
     dec = result["decisions"]
     rows = []
     for rule, label in _RULE_LABELS.items():
@@ -184,7 +185,7 @@ def decisions_as_table(result: Mapping[str, Any]) -> Table:
     )
 
 
-def option_swap_as_table(result: Mapping[str, Any]) -> Table:
+def option_swap_as_table(result: ReportDocument) -> Table:
     swap = result["option_swap"]
     title = "Option swap: Choice asked with options [False, True] and [True, False]"
     if swap is None:
@@ -217,7 +218,7 @@ def option_swap_as_table(result: Mapping[str, Any]) -> Table:
 
 
 # The order in which the summary prints the tables; each builder returns None when it has nothing to show.
-TABLES: list[Callable[[Mapping[str, Any]], Table | None]] = [
+TABLES: list[Callable[[ReportDocument], Table | None]] = [
     table1,
     by_family_table,
     by_representation_table,
@@ -230,5 +231,5 @@ TABLES: list[Callable[[Mapping[str, Any]], Table | None]] = [
 ]
 
 
-def build_tables(result: Mapping[str, Any]) -> list[Table]:
+def build_tables(result: ReportDocument) -> list[Table]:
     return [table for build in TABLES if (table := build(result)) is not None]

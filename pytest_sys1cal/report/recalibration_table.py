@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .document import ReportDocument
 from .table import Table, fmt
 
 TITLE = "Readout: raw vs threshold fitted on one half of the latent problems, scored on the held-out half"
@@ -77,7 +78,7 @@ def _splits_note(blocks: Mapping[str, Any]) -> list[str]:
     return notes
 
 
-def recalibration_table(result: Mapping[str, Any]) -> Table | None:
+def recalibration_table(result: ReportDocument) -> Table | None:
     """None for a result without the block (a report written before it existed)."""
     blocks: Mapping[str, Any] | None = result.get("readout_recalibrated")
     if blocks is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..vocabulary import P_FLOOR
+from ..defaults import P_FLOOR
 
 
 @dataclass(frozen=True)

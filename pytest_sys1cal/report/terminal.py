@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Sequence
 
-from ..vocabulary import RED, Line, Verdict
+from ..vocabulary import Verdict
 from .breakdown_tables import family_delta_table
+from .document import GateJSON, ReportDocument
 from .gates import comparison_table, gate_table
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
 from .table import Table, aligned
 
+# A terminal line: (text, markup), the markup passed to TerminalReporter.write_line; RED for what failed.
+Line = tuple[str, dict[str, bool]]
+RED = {"red": True, "bold": True}
+
 THRESHOLDS = "thresholds.yaml"  # the default thresholds file, named where the run does not say which is in force
 
-VERDICT_MARKUP = {
+VERDICT_MARKUP: dict[str, dict[str, bool]] = {
     Verdict.PASSED: {"green": True},
     Verdict.FAILED: RED,
     Verdict.INCONCLUSIVE: {"yellow": True},
@@ -31,7 +35,7 @@ def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) 
 
 
 def summary_lines(
-    result: Mapping[str, Any], rerecord: tuple[str, str] | None = None, thresholds: str | None = THRESHOLDS
+    result: ReportDocument, rerecord: tuple[str, str] | None = None, thresholds: str | None = THRESHOLDS
 ) -> list[Line]:
     """rerecord: (what to do, the command) when the model changed on purpose; thresholds: the thresholds file
     in force (None: none). Both from the run, which knows the cassettes and options (a report alone does not)."""
@@ -74,7 +78,7 @@ def repeats_phrase(repeats: int, per_answer: int = 1) -> str:
 
 
 def gate_lines(
-    result: Mapping[str, Any], rerecord: tuple[str, str] | None = None, thresholds: str | None = THRESHOLDS
+    result: ReportDocument, rerecord: tuple[str, str] | None = None, thresholds: str | None = THRESHOLDS
 ) -> list[Line]:
     """The gate block: failures in red with what to do about them (naming the thresholds file in force),
     inconclusive comparisons in yellow."""
@@ -83,7 +87,8 @@ def gate_lines(
         where = f"see {thresholds}" if thresholds else f"no {THRESHOLDS} found"
         return [("", {}), (f"Gates: none configured for this model ({where})", {"bold": True})]
     gates = result["gates"]
-    lines = [("", {})] + format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
+    lines: list[Line] = [("", {})]
+    lines += format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
     failed = [g for g in gates if g["verdict"] == Verdict.FAILED]
     undecided = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE and not g.get("tolerated")]
     tolerated = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE and g.get("tolerated")]
@@ -109,7 +114,7 @@ def gate_lines(
     return lines
 
 
-def _inconclusive(gates: list[Mapping[str, Any]], headline: str) -> list[Line]:
+def _inconclusive(gates: Sequence[GateJSON], headline: str) -> list[Line]:
     if not gates:
         return []
     return [(headline, {"yellow": True, "bold": True})] + [

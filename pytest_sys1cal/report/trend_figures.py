@@ -6,7 +6,7 @@ bounds its verdict reads and the margins. Imported only for ``--html``."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -79,7 +79,7 @@ def _delta_panel(ax: Axes, steps: list[Mapping[str, Any]], prim: str) -> None:
         ax.errorbar([x], [cell["difference"]], yerr=yerr, fmt="o", color=color, capsize=4, markersize=6)
         for value, style in ((cell.get("margin"), "--"), (cell.get("fail_margin"), ":")):
             if value is not None:
-                ax.hlines(-value, x - 0.35, x + 0.35, colors="#c0392b", linestyles=style, linewidth=1.0)
+                ax.hlines(-value, x - 0.35, x + 0.35, colors="#c0392b", linestyles=cast(Any, style), linewidth=1.0)
     ax.axhline(0, color="#444444", linewidth=0.8)
     ax.set_xticks(range(len(steps)), labels, fontsize=7)
     ax.set_xlim(-0.6, len(steps) - 0.4)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -21,7 +21,7 @@ MARKER = "sys1cal: a Sys1Cal benchmark rendering (added automatically by pytest-
 # A gate as a test outcome (gates/rows.py decides): passed; failed (FAILED, inconclusive, or not measured
 # on a run of the whole dataset); skipped when it neither passed nor failed (a run of part of the dataset, or
 # an inconclusive comparison let pass by regression.inconclusive: pass).
-OUTCOMES = {True: "passed", False: "failed", None: "skipped"}
+OUTCOMES: dict[bool | None, Literal["passed", "failed", "skipped"]] = {True: "passed", False: "failed", None: "skipped"}
 
 
 class Sys1CalItem(pytest.Item):
@@ -116,7 +116,9 @@ def collect_suite(
         session, name=SUITE, nodeid=SUITE, model=model, dataset=dataset, measurer=measurer, only=only
     )
     items = suite.collect()
-    session.config.hook.pytest_collectreport(report=pytest.CollectReport(suite.nodeid, "passed", None, items))
+    session.config.hook.pytest_collectreport(
+        report=pytest.CollectReport(suite.nodeid, "passed", None, list[pytest.Item | pytest.Collector](items))
+    )
     return items
 
 

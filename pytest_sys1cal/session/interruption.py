@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..vocabulary import RED, Line
+from ..report.terminal import RED, Line
+
+if TYPE_CHECKING:
+    from ..report.document import ReportDocument
 
 NODEID = "sys1cal::interrupted"
 PROPERTY = "sys1cal_interrupted"
@@ -119,7 +122,7 @@ class Interruption:
             return f"interrupted ({self.reason}) before any{of} ran: no report written"
         return f"interrupted ({self.reason}) after {ran} of {selected} selected renderings ran"
 
-    def junit_text(self, report_data: dict[str, Any] | None, ran: int) -> str | None:
+    def junit_text(self, report_data: ReportDocument | None, ran: int) -> str | None:
         """The sentence JUnit XML carries for this run, or None when the run and its end went through."""
         from ..report.interrupted import interrupted_line
 

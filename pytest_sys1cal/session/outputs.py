@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..files import cannot_create_in, write_atomic
-from ..vocabulary import RED, REPORT_SCHEMA, Line
+from ..report.document import ReportDocument
+from ..report.terminal import RED, Line
+from ..vocabulary import REPORT_SCHEMA
 
 if TYPE_CHECKING:
     from ..options import Settings
@@ -111,7 +113,7 @@ class Outputs:
         return lines
 
     def _documents(self, report: Report, baseline: Baseline | None) -> list[Document]:
-        from ..report.json_report import dumps
+        from ..report.document import dumps
 
         documents: list[Document] = []
         if self.settings.report is not None:
@@ -144,7 +146,7 @@ class Outputs:
         label = f"{what} of this interrupted run" if partial else what
         return (f"{label} written to {target}{kept}", {"yellow": True} if kept else {})
 
-    def _append_summary(self, path: Path, data: Mapping[str, Any], redactor: Redactor) -> list[Line]:
+    def _append_summary(self, path: Path, data: ReportDocument, redactor: Redactor) -> list[Line]:
         """On GitHub Actions, the tables and gates also go to the job's summary page, as Markdown."""
         from ..report.markdown import summary_markdown
 

@@ -40,7 +40,7 @@ def say(config: pytest.Config, text: str, **markup: bool) -> None:
     with context:
         # In -q mode pytest tracks no "current file", so write_line would glue onto a row of dots.
         writer = getattr(reporter, "_tw", None)
-        if not reporter.currentfspath and getattr(writer, "width_of_current_line", 0):
+        if not reporter.currentfspath and getattr(writer, "width_of_current_line", False):
             reporter.write("\n")
         reporter.write_line(text, **markup)
 

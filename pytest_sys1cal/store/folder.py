@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 RECORDING_REPEATS = 10
 
 
-class Advice(Protocol):
-    """The commands a refusal prints (advice.py)."""
+class RefusalAdvice(Protocol):
+    """The commands a refusal prints: the part of session/advice.py's Advice that the store needs."""
 
     @property
     def key(self) -> str: ...
@@ -162,7 +162,7 @@ class CassetteFolder:
 
     # ------------------------------------------------------------------ checks before any item runs
 
-    def check(self, dataset: Dataset, advice: Advice, *, collect_only: bool = False) -> None:
+    def check(self, dataset: Dataset, advice: RefusalAdvice, *, collect_only: bool = False) -> None:
         """Refuse (InputError): cassettes without a manifest; a replay with no cassettes for this model and
         version; cassettes of another dataset; recording into a reconstructed or read-only set."""
         manifest_path = self.path / MANIFEST

@@ -10,7 +10,7 @@ runs, so a baseline that cannot be compared stops the run at once. VALUE is, in 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from ..dataset import Dataset
 from ..errors import MeasurementError
 from ..gates.regression import BaselineError, check_baseline
 from ..models.base import ModelAdapter
-from ..report_file import ReportError, read_report
+from ..report.document import ReportDocument, ReportError, read_report
 from ..run_report import Baseline
 from ..store.folder import reference_root
 from .replay import (
@@ -49,7 +49,7 @@ class BaselineRequest:
     recalibration_splits: int
 
 
-def load_baseline(path: str | Path) -> dict[str, Any]:
+def load_baseline(path: str | Path) -> ReportDocument:
     """Read a JSON report written by --sys1cal-report. Raises BaselineError naming the file."""
     try:
         return read_report(path)
@@ -57,7 +57,7 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
         raise BaselineError(f"baseline {exc}") from None
 
 
-def averaged_repeats(report: dict[str, Any] | Any) -> int:
+def averaged_repeats(report: Mapping[str, Any]) -> int:
     """How many model repeats each rendering's value in a report averages."""
     return int(report.get("repeats") or 1) * int(report.get("repeats_per_answer") or 1)
 

@@ -102,7 +102,7 @@ def replay_folder(
     """Every rendering of `dataset` replayed from `folder` with the manifest's questions and repeats, in the
     dataset's order. A rendering that cannot be replayed gets a failed row saying why (a missing cassette is
     said without opening vcrpy); a fatal error (every rendering would fail alike) raises MeasurementError."""
-    measurer = Measurer(adapter, folder, folder.questions, folder.repeats(None), advice=ReplayAdvice(folder))  # type: ignore[arg-type]
+    measurer = Measurer(adapter, folder, folder.questions, folder.repeats(None), advice=ReplayAdvice(folder))
     rows: list[ResultRow] = []
     total = len(dataset.renderings)
     try:

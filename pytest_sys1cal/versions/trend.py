@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from ..dataset import Dataset
+from ..defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
 from ..errors import InputError, MeasurementError
 from ..gates.regression import BaselineError, evaluate_regression
 from ..gates.rows import GateRow, Outcome, outcome
 from ..gates.schema import Thresholds
 from ..models import BUILTIN_ADAPTERS, make_adapter
-from ..vocabulary import BOOTSTRAP_RESAMPLES, PRIMITIVES, RECALIBRATION_SPLITS, Verdict
+from ..report.document import ReportDocument
+from ..vocabulary import PRIMITIVES, Verdict
 from .baseline import averaged_repeats
 from .replay import open_version, recorded_dataset, recorded_versions, replay_folder, replayed_repeats, version_report
 
@@ -93,7 +95,7 @@ def _thresholds(inputs: TrendInputs, version: str) -> Thresholds | None:
 
 
 # A replayed version's report and the thresholds it was gated by (its step's regression settings too).
-Replayed = tuple[Mapping[str, Any], Thresholds | None]
+Replayed = tuple[ReportDocument, Thresholds | None]
 
 
 def _version(inputs: TrendInputs, version: str, progress: Progress | None) -> tuple[dict[str, Any], Replayed | None]:
@@ -135,7 +137,7 @@ def _version(inputs: TrendInputs, version: str, progress: Progress | None) -> tu
     return row, (report.data, thresholds)
 
 
-def _summary(data: Mapping[str, Any], result: Outcome, gates: tuple[GateRow, ...], seed: int) -> dict[str, Any]:
+def _summary(data: ReportDocument, result: Outcome, gates: tuple[GateRow, ...], seed: int) -> dict[str, Any]:
     """The row's numbers, read from the version's report (mean OVL exactly as its run reports it)."""
     from ..analysis.trend import mean_ovl_intervals
 

@@ -7,6 +7,7 @@ Choice = f(μ_S; λ, α = 1.5, β = 2) + N(0, 0.05²), so λ = 0 means Choice = 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pytest_sys1cal.analysis.latent import LatentData, LatentFit
 from pytest_sys1cal.analysis.uncertainty import uncertainty_table
@@ -35,6 +36,7 @@ def rejection_rates(lam: float) -> dict[str, float]:
     return {name: count / SIMULATIONS for name, count in rejected.items()}
 
 
+@pytest.mark.slow
 def test_valid_test_holds_its_size_and_has_power_where_the_paper_statistic_does_not():
     null = rejection_rates(0.0)
     alternative = rejection_rates(0.3)
