@@ -96,6 +96,7 @@ def test_a_200_mb_body_is_refused_before_it_is_stored(
     assert len(stored(root)) == 2 and all(p.stat().st_size < 100_000 for p in stored(root))
 
 
+@pytest.mark.e2e  # a subprocess, to measure its peak memory
 @pytest.mark.parametrize("wire", WIRES)
 def test_a_gzip_bomb_is_cut_while_it_inflates_and_memory_stays_bounded(tmp_path: Path, wire: str) -> None:
     """1.1 MB of gzip that inflates to 1.15 GB, under a 5 MB limit (so the compressed bytes pass and only the

@@ -17,6 +17,9 @@ from jevcompat.mock import MockConfig, Running
 
 from tests.misbehave import ENVIRONMENT, Misbehaving, subset
 
+# Each test runs the command as a user does: a subprocess (which starts pytest), against a server.
+pytestmark = pytest.mark.e2e
+
 KEY = "sk-the-right-key-0123456789"
 
 

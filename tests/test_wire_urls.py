@@ -192,6 +192,7 @@ def test_the_route_follows_the_schemes_variables_and_no_proxy_as_curl_reads_them
 # ------------------------------------------------------------------------------------------ URL credentials
 
 
+@pytest.mark.e2e  # pytest in a subprocess, so that everything it prints is captured
 @pytest.mark.parametrize("status", [200, 400])
 @pytest.mark.parametrize("adapter", ["systemone", "jev"])
 def test_a_token_given_as_the_base_urls_user_name_reaches_no_output(tmp_path: Path, adapter: str, status: int) -> None:
