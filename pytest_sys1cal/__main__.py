@@ -1,7 +1,8 @@
 """`python -m pytest_sys1cal COMMAND ...`: work outside a test run.
 
-Each command lives in its own module exposing ``add_arguments(parser)`` and ``main(args) -> int``;
-only the chosen command's module is imported, so ``--help`` stays fast.
+Each command lives in its own module exposing ``add_arguments(parser)`` and ``main(args) -> int`` (and
+``passthrough(argv) -> int`` when it hands its arguments on untouched, as check does to pytest); only the
+chosen command's module is imported, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pytest_sys1cal.commands.trend",
         "replay every recorded version of a model offline and show them side by side, with the upgrade verdicts",
     ),
+    "check": (
+        "pytest_sys1cal.commands.check",
+        "before paying for a recording: check the key, the server and the model name, print the plan and its cost "
+        "(a dry run: nothing billable is sent)",
+    ),
     "init": (
         "pytest_sys1cal.commands.init",
         "set a project up: starter thresholds.yaml, GitHub Actions workflow, .gitattributes",
@@ -33,6 +39,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMMANDS and argv[1:2] not in (["-h"], ["--help"]):
+        # A command that hands its arguments on untouched (check: pytest's options) takes them as given.
+        passthrough = getattr(importlib.import_module(COMMANDS[argv[0]][0]), "passthrough", None)
+        if passthrough is not None:
+            return int(passthrough(argv[1:]))
     chosen = next((arg for arg in argv if not arg.startswith("-")), None)
     parser = argparse.ArgumentParser(prog="python -m pytest_sys1cal")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

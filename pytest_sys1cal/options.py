@@ -145,10 +145,26 @@ OPTIONS = [
     ),
     Option(
         "--sys1cal-timeout",
-        "recording: seconds to wait for each HTTP operation (connect, send, read)",
+        "recording: seconds one request may take, whole: connect, send and every byte of the answer (a server that "
+        "trickles its answer is cut there too)",
         60.0,
         type=positive_float,
         metavar="SECONDS",
+    ),
+    Option(
+        "--sys1cal-stall-limit",
+        "recording: stop the recording when the server has answered no request successfully for this many seconds while requests "
+        "were out (default: twice --sys1cal-timeout, 120 s)",
+        type=positive_float,
+        metavar="SECONDS",
+    ),
+    Option(
+        "--sys1cal-max-response-mb",
+        "recording: refuse a response body larger than this many MB (10^6 bytes), counted as it arrives and after "
+        "decompression",
+        1.0,
+        type=positive_float,
+        metavar="MB",
     ),
     Option(
         "--sys1cal-retry-budget",
@@ -189,6 +205,9 @@ class Settings:
     price: float | None  # dollars per million input tokens; None: Jev's list price
     timeout: float
     retry_budget: float
+    stall_limit: float | None = None
+    max_response_mb: float = 1.0
+    dry_run: bool = False  # --sys1cal-dry-run: check and plan a recording, send nothing billable
     # Whether the cassette root is the default one (`cassettes` under the rootdir), not named by an option or
     # ini key: only there may the bundled reference set stand in for a folder the project lacks.
     default_cassettes: bool = False
@@ -225,6 +244,14 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup(*GROUP)
     group.addoption(
         "--sys1cal", action="store_true", default=False, help="run the Sys1Cal benchmark: one test item per rendering"
+    )
+    group.addoption(
+        "--sys1cal-dry-run",
+        action="store_true",
+        default=False,
+        help="check a recording before paying for it: the key, the server, the model name (against the server's "
+        "model list), the plan and its cost; sends nothing billable and records nothing (python -m pytest_sys1cal "
+        "check runs this)",
     )
     for option in OPTIONS:
         kwargs: dict[str, Any] = {
@@ -263,6 +290,14 @@ def resolve_settings(config: pytest.Config) -> Settings:
     values = {option.field: _resolve(config, option, where) for option in OPTIONS}
     values["default_cassettes"] = values["cassettes"] == where.rootpath / BY_FIELD["cassettes"].default
     _check_names(values)
+    values["dry_run"] = bool(config.getoption("sys1cal_dry_run", False))
+    if values["dry_run"] and values["record_mode"] == "none":
+        raise pytest.UsageError(
+            "--sys1cal-dry-run checks a recording, and record mode none only replays (it sends nothing): add "
+            "--sys1cal-record-mode=once (or the mode you will record with)"
+        )
+    if values["dry_run"] and getattr(config.option, "numprocesses", None) not in (None, 0, "0"):
+        raise pytest.UsageError("--sys1cal-dry-run checks in one process: drop -n (or give -n 0)")
     given = values["thresholds"]
     if given is None:
         default = where.rootpath / THRESHOLDS_FILE
@@ -362,6 +397,8 @@ def given_without_sys1cal(config: pytest.Config) -> None:
         for option in OPTIONS
         if config.getoption(option.dest, None) is not None
     ]
+    if config.getoption("sys1cal_dry_run", False):
+        given.append("--sys1cal-dry-run")
     if given:
         raise pytest.UsageError(
             f"{', '.join(given)} given without --sys1cal, so the benchmark would not run; add --sys1cal "

@@ -1,7 +1,8 @@
 """The one redaction boundary: every string the plugin lets out of the process (terminal lines, failure
 messages and tracebacks, JUnit XML, the JSON and HTML reports, the job summary, log records, cassettes and
 manifests) passes through the run's `Redactor`, which knows its secrets: the API key's value and a URL's
-password, in every form a server or a traceback may show them, and the credentials part of any URL
+password (or the user name of a URL that has no password, ``http://TOKEN@host``) and the Basic token made of
+them, in every form a server or a traceback may show them, and the credentials part of any URL
 (``http://user:pw@host`` → ``http://host``). Matching ignores case (httpx lower-cases header names, so a
 key echoed in a header's name is stored lower-cased). Secrets shorter than `MIN_SECRET` characters are
 not searched for in text, where they would match ordinary words and mangle cassettes; they still never
@@ -28,7 +29,7 @@ _USERINFO = re.compile(r"//[^/?#\s\"'<>]*@")
 class Redactor:
     """Replaces the run's secrets, in every form and any case, by ``<REDACTED>``; strips credentials from URLs.
     `secrets`: values such as the API key. `urls`: URLs whose password (and ``user:password`` as a Basic
-    Authorization token) are secrets too."""
+    Authorization token) are secrets too, as is a user name given without a password (``http://TOKEN@host``)."""
 
     def __init__(self, secrets: Iterable[str | None] = (), urls: Iterable[str | None] = ()):
         values: set[str] = set()
@@ -128,17 +129,21 @@ def redact_log_records(redactor: Redactor) -> Callable[[], None]:
 
 
 def _url_forms(url: str | None) -> set[str]:
-    """A URL's password in its forms, and ``user:password`` base64-encoded (a Basic Authorization token:
-    httpx sends one for a URL with credentials)."""
+    """A URL's credentials in their forms, and the Basic Authorization token httpx sends for them: the password
+    of ``user:password@`` (with ``user:password`` base64-encoded), or, for a user name alone (``TOKEN@``, a common
+    way to pass a token), that name (with ``TOKEN:`` base64-encoded)."""
     try:
         parts = urlsplit(url or "")
+        username, password = parts.username, parts.password
     except ValueError:
         return set()
-    if parts.password is None:
-        return set()
-    user, password = unquote(parts.username or ""), unquote(parts.password)
-    token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    return _forms(parts.password) | _forms(token) if len(password) >= MIN_SECRET else set()
+    if password is None:
+        secret, raw = unquote(username or ""), username or ""
+        token = base64.b64encode(f"{secret}:".encode()).decode()
+    else:
+        secret, raw = unquote(password), password
+        token = base64.b64encode(f"{unquote(username or '')}:{secret}".encode()).decode()
+    return _forms(raw) | _forms(token) if len(secret) >= MIN_SECRET else set()
 
 
 def _forms(secret: str | None) -> set[str]:

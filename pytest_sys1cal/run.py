@@ -24,6 +24,7 @@ from .measure import Measurer
 from .models import BUILTIN_ADAPTERS, make_adapter
 from .models.base import ModelAdapter
 from .options import Settings, pytest_outputs
+from .recording.proxies import proxy_urls
 from .redact import Redactor
 from .report.escape import one_line
 from .report.terminal import RED, Line
@@ -79,7 +80,8 @@ class Sys1CalRun:
                 environ=os.environ,
             )
         config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=self.adapter)
-        self.redactor = Redactor(self.adapter.secrets, [self.adapter.base_url, settings.base_url])
+        proxies = proxy_urls(os.environ)  # a proxy's credentials are secrets too (recording/proxies.py)
+        self.redactor = Redactor(self.adapter.secrets, [self.adapter.base_url, settings.base_url, *proxies])
         # The bundled reference set stands in for a project's own jev-1.13.0 folder when it has none.
         self.reference = reference_root(
             settings.cassettes,
@@ -173,7 +175,9 @@ class Sys1CalRun:
             if self.signals.skip_analysis:  # a second SIGTERM before the analysis began: end at once
                 raise Terminated(SIGTERM)
             self._close_recording()
-            if not self.rows:
+            if self.settings.dry_run:  # --sys1cal-dry-run: the checks said what they found; nothing ran
+                lines.append(("dry run: no rendering was measured or recorded, and no report written", {}))
+            elif not self.rows:
                 lines.append(self.interruption.nothing_ran())
             else:
                 started = time.perf_counter()

@@ -415,9 +415,17 @@ def test_faults_in_what_the_analysis_does_not_read_are_tolerated(
     assert report_items(replayed) == report_items(recorded)
 
 
-def test_an_unknown_model_name_is_the_servers_error_on_the_item(pytester: pytest.Pytester, mock: Any) -> None:
+def test_an_unknown_model_name_is_the_servers_error_and_stops_the_recording(
+    pytester: pytest.Pytester, mock: Any
+) -> None:
+    """The server's words on the item, and the recording stops at the first such answer (issue 24: every request
+    names the same model), listing the models the server serves."""
     root = pytester.path / "cassettes"
     with mock.Running(mock.MockConfig()) as server:
         result = run(pytester, root, "--sys1cal-model-version=not-a-model", url=server.url)
-    result.assert_outcomes(failed=SELECTED)
-    result.stdout.fnmatch_lines(["*server error: HTTP 400: Unknown model: not-a-model*"])
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*server error: HTTP 400: Unknown model: not-a-model (the server does not serve the model 'not-a-model', "
+         "sent from --sys1cal-model-version; it serves: jev-latest, mock (GET http://127.0.0.1:*/v1/models); name one "
+         "of them with --sys1cal-model-version)*", "*Interrupted: sys1cal: *Unknown model: not-a-model*"]
+    )  # fmt: skip

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..errors import InputError
-from .base import ModelAdapter
+from .base import ModelAdapter, check_base_url
 from .semif import SemIfAdapter
 from .systemone import JevAdapter, SystemOneAdapter
 
@@ -35,4 +35,10 @@ def make_adapter(
         available.update(mapping or {})
     if name not in available:
         raise UnknownModel(f"unknown model {name!r}; available models: {', '.join(sorted(available))}")
-    return available[name](version=version, base_url=base_url, environ=environ)
+    adapter = available[name](version=version, base_url=base_url, environ=environ)
+    url = getattr(adapter, "base_url", None)
+    if isinstance(url, str):  # every adapter, registered ones too: the routes are joined to it alike
+        env = getattr(adapter, "base_url_env", None)
+        source = "--sys1cal-base-url" if base_url else env if env and environ.get(env) else f"{name}'s default base URL"
+        check_base_url(url, source)
+    return adapter

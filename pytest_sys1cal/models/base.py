@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any, ClassVar
 
 from .. import __version__
 from ..dataset import Rendering
-from ..errors import MeasurementError
+from ..errors import InputError, MeasurementError
 
 # Servers round probabilities (Jev and OpenRouter to 2 decimals), so a distribution may miss 1 by a few
 # hundredths; beyond this it is malformed. Same floor as jevcompat's ε_sum.
@@ -110,6 +111,11 @@ class ModelAdapter(ABC):
     base_url_env: ClassVar[str | None] = None
     key_env: ClassVar[str | None] = None
     key_required: ClassVar[bool] = False
+    # Where the server lists the models it serves (None: the wire has no such list), and whether a model it
+    # does not list is refused (the /v1/systemone contract refuses an unknown model; llama.cpp's
+    # OpenAI-compatible server answers whatever name is sent, so a SemIf preflight only shows the list).
+    models_path: ClassVar[str | None] = "/v1/models"
+    strict_model_names: ClassVar[bool] = True
 
     def __init__(self, version: str | None, base_url: str | None, environ: Mapping[str, str]):
         self.version = version or self.default_version
@@ -173,6 +179,117 @@ class ModelAdapter(ABC):
     def error(self, response: WireResponse) -> ServerError:
         """The server's error, worded from its body."""
         return ServerError(response.status, _error_message(response))
+
+    def models_url(self) -> str | None:
+        """The URL of the server's model list (GET; nothing billable), or None when the wire has none."""
+        return f"{self.base_url}{self.models_path}" if self.models_path else None
+
+
+# ---------------------------------------------------------------------------------- rules for every wire
+# What the recording reads the same way on every wire, whatever an adapter's own `error` says: a redirect is
+# shown, never followed; an answer that says the model is unknown stops the recording (with the served list).
+
+# An error code that means "no such model" (OpenAI's, typed-gguf's, and the usual spellings).
+_MODEL_CODE = re.compile(
+    r"\b(model_not_found|unknown_model|invalid_model|model_not_available|E_MODEL_NOT_FOUND)\b", re.I
+)
+# Words with which servers say a model is not there (Jev and jevcompat, OpenAI, vLLM, Ollama, OpenRouter, LiteLLM).
+_MODEL_MISSING = re.compile(
+    r"unknown|not found|not served|does not exist|doesn't exist|no such|not a valid|invalid|not available|"
+    r"unavailable|not supported|unsupported|not recogni[sz]ed|no access|try pulling",
+    re.I,
+)
+
+
+def names_unknown_model(response: WireResponse, model: str | None, message: str = "") -> bool:
+    """Whether a non-2xx answer says the model sent is unknown: an error code meaning it (400, 404 or 422), or
+    a 400/404 whose message names that model and says it is not there."""
+    if response.status not in (400, 404, 422):
+        return False
+    text = response.content[:4096].decode("utf-8", "replace")
+    if _MODEL_CODE.search(text):
+        return True
+    if response.status == 422 or not model:
+        return False
+    named = re.compile(rf"(?<![\w.-]){re.escape(model)}(?![\w-])(?!\.\w)", re.I)
+    for said in {message, _error_message(response)}:
+        if named.search(said) and "model" in said.lower() and _MODEL_MISSING.search(said):
+            return True
+    return False
+
+
+def redirect_message(response: WireResponse, url: str) -> str | None:
+    """For a 3xx answer: what it says, with its Location (never followed: a redirect could carry the key to
+    another host). None for any other status."""
+    if not 300 <= response.status < 400:
+        return None
+    location = {name.lower(): value for name, value in response.headers.items()}.get("location")
+    where = f"to {location}" if location else "without a Location"
+    return (
+        f"HTTP {response.status}: the server redirects {url} {where}; not followed (a redirect could carry the key "
+        "to another host): if the server has moved, give its new address with --sys1cal-base-url"
+    )
+
+
+def served_models(content: bytes) -> list[str] | None:
+    """The model names in a model list: OpenAI's ``{"data": [{"id": …}]}`` or Jev's ``{"models": [{"name": …}]}``
+    (Ollama's too); None when the body is neither."""
+    try:
+        body = json.loads(content)
+    except ValueError:
+        return None
+    entries = next(
+        (body[key] for key in ("data", "models") if isinstance(body, dict) and isinstance(body.get(key), list)), None
+    )
+    if entries is None:
+        return None
+    names = []
+    for entry in entries:
+        name = (
+            entry
+            if isinstance(entry, str)
+            else next(
+                (
+                    entry[k]
+                    for k in ("id", "name", "model")
+                    if isinstance(entry, dict) and isinstance(entry.get(k), str)
+                ),
+                None,
+            )
+        )
+        if name:
+            names.append(name)
+    return names
+
+
+def check_base_url(url: str, source: str) -> None:
+    """A base URL the plugin can join its routes to: http(s), a host, and no query string or fragment (the
+    route would be appended after them, and a query often carries a key). InputError naming `source` and the
+    fix; the message names the query's parameters, never their values, and no credentials."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(url)
+    try:
+        host = parts.hostname
+    except ValueError:
+        host = None
+    origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"  # without credentials
+    if parts.scheme not in ("http", "https") or not host:
+        raise InputError(
+            f"{source}: {origin if parts.scheme else url.split('@')[-1]} is not an http:// or https:// address "
+            "with a host; give the server's origin, such as http://localhost:8080"
+        )
+    if parts.query or "?" in url:
+        names = sorted({name for name, _ in parse_qsl(parts.query, keep_blank_values=True)})
+        what = "a query string" + (f" (parameters: {', '.join(names)})" if names else "")
+    elif parts.fragment or "#" in url:
+        what = "a fragment"
+    else:
+        return
+    raise InputError(
+        f"{source}: the base URL has {what}, which the plugin cannot join its routes to (it appends /v1/… to "
+        f"the origin); give the origin alone, {origin}, and pass a key through the environment, never in the URL"
+    )
 
 
 def _unsendable(key: str) -> str | None:

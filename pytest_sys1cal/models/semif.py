@@ -35,6 +35,9 @@ SPELLING_PADDING = " \t\r\n\u2581\u0120\u010a"
 # exp(logprob) summed over options may exceed 1 only by float noise.
 MASS_TOLERANCE = 1e-3
 SHOWN_ALTERNATIVES = 8
+# Alternatives beyond the top-K asked that an answer may carry: vLLM's legacy completions add the sampled
+# token when it is not among the top K.
+EXTRA_ALTERNATIVES = 1
 # The settings an environment variable sets (which then win over a manifest's recorded ones).
 _SETTING_ENV = {"mode": "SYS1CAL_SEMIF_MODE", "top_k": "SYS1CAL_SEMIF_TOP_K", "prefill": "SYS1CAL_SEMIF_PREFILL"}
 
@@ -92,11 +95,12 @@ def user_prompt(state: Any, question: Mapping[str, Any]) -> tuple[str, int]:
 # ---------------------------------------------------------------------------------------- readout
 
 
-def answer_slot(body: Any) -> list[tuple[str, float]]:
+def answer_slot(body: Any, asked: int | None = None) -> list[tuple[str, float]]:
     """(token, logprob) alternatives of the first generated position, in either shape servers use:
     ``choices[0].logprobs.content[0].top_logprobs`` (chat completions; llama.cpp also for completions)
     or ``choices[0].logprobs.top_logprobs[0]`` as a token → logprob object (OpenAI legacy completions,
-    vLLM). AnswerError when there are none."""
+    vLLM). AnswerError when there are none, and (fatal: every answer of that server would be alike) when
+    there are more than the `asked` top-K allow: such an answer is refused, never stored or trimmed."""
     choices = body.get("choices") if isinstance(body, dict) else None
     first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
     logprobs = first.get("logprobs") if first else None
@@ -115,6 +119,13 @@ def answer_slot(body: Any) -> list[tuple[str, float]]:
             "the server returned no logprobs for the answer slot; the SemIf readout needs an "
             "OpenAI-compatible server that returns top_logprobs (llama.cpp's llama-server, vLLM, ...); "
             f"response: {quote(body)}"
+        )
+    if asked is not None and len(alternatives) > asked + EXTRA_ALTERNATIVES:
+        raise AnswerError(
+            f"the server returned {len(alternatives):,} answer-slot alternatives where {asked} were asked "
+            f"(SYS1CAL_SEMIF_TOP_K); refused, not stored: this server does not honour top_logprobs/logprobs, so "
+            "every answer would be as large (use a server that does, such as llama.cpp's llama-server or vLLM)",
+            fatal=True,
         )
     slot: list[tuple[str, float]] = []
     for token, logprob in alternatives:
@@ -135,9 +146,10 @@ def letter_of(token: str, count: int) -> int | None:
     return index if 0 <= index < count else None
 
 
-def read_options(body: Any, count: int) -> tuple[list[float], float]:
-    """(P(option) renormalised over the `count` options, coverage) from one response body."""
-    slot = answer_slot(body)
+def read_options(body: Any, count: int, asked: int | None = None) -> tuple[list[float], float]:
+    """(P(option) renormalised over the `count` options, coverage) from one response body (`asked`: the
+    top-K requested, see answer_slot)."""
+    slot = answer_slot(body, asked)
     mass = [0.0] * count
     for token, logprob in slot:
         index = letter_of(token, count)
@@ -167,6 +179,9 @@ class SemIfAdapter(ModelAdapter):
     default_base_url = "http://127.0.0.1:8080"
     base_url_env = "SYS1CAL_SEMIF_BASE_URL"
     key_env = "SYS1CAL_SEMIF_API_KEY"
+    # llama.cpp's server answers whatever model name is sent and lists only the model it loaded: its list is shown
+    # by the preflight, not enforced (a server that does refuse the name stops the recording at once).
+    strict_model_names = False
 
     def __init__(self, version: str | None, base_url: str | None, environ: Mapping[str, str]):
         super().__init__(version=version, base_url=base_url, environ=environ)
@@ -232,9 +247,9 @@ class SemIfAdapter(ModelAdapter):
                 raise AnswerError(f"the response to {qid!r} is not JSON: {quote(text)}") from None
             count = SCORE_LEVELS if qid == SCORE else 2
             try:
-                probabilities, coverage[qid] = read_options(body, count)
+                probabilities, coverage[qid] = read_options(body, count, self.top_k)
             except AnswerError as exc:
-                raise AnswerError(f"answer to {qid!r}: {exc}") from None
+                raise AnswerError(f"answer to {qid!r}: {exc}", fatal=exc.fatal) from None
             if qid == SCORE:
                 sample[qid] = probabilities
             elif qid == NOUL:

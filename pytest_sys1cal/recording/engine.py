@@ -9,6 +9,7 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import functools
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -18,7 +19,9 @@ from ..errors import MeasurementError
 from ..measure import Measurer
 from ..models.base import AnswerError, WireResponse
 from ..results import ResultRow
-from .exchange import Exchange, Job, Stats, Unit
+from .breaker import progress_line
+from .exchange import Exchange
+from .jobs import Job, Stats, Unit
 from .plan import CostMeter
 from .policy import Limits
 
@@ -120,9 +123,12 @@ class Engine:
             asyncio.set_event_loop(self._loop)
             self._wakeup = asyncio.Event()
             self._exchange = Exchange(
-                self.measurer.adapter, self.limits, self.stats, self.cost, self._stop, self._reason
+                self.measurer.adapter, self.limits, self.stats, self.cost, self._stop, lambda: self.stopped
             )
             self._workers = [self._loop.create_task(self._work()) for _ in range(self.limits.concurrency)]
+            stop = functools.partial(self._stop, everything=True)
+            watch = self._exchange.breaker.watch(lambda: self.stopped, stop, self.measurer.adapter.base_url)
+            self._workers.append(self._loop.create_task(watch))
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
             self._setup_error = exc
             return
@@ -198,22 +204,17 @@ class Engine:
             try:
                 job.samples[unit.repeat] = self.measurer.sample(responses)
             except AnswerError as exc:
-                self._settle(job, error=MeasurementError(f"malformed answer: {exc}"))
+                self._settle(job, error=MeasurementError(f"malformed answer: {exc}", fatal=exc.fatal))
                 return
         if job.remaining == 0:
             self._complete(job)
 
     def _complete(self, job: Job) -> None:
         """Every repeat answered and parsed: save the cassette (atomically), then hand the row over."""
-        assert job.cassette is not None
-        server_model = self.measurer.reported([[r for r in responses if r is not None] for responses in job.responses])
         try:
-            recorded = job.save()
-        except OSError as exc:
-            self._settle(job, error=MeasurementError(f"cannot save {job.cassette.path}: {exc}", fatal=True))
-            return
-        samples = [sample for sample in job.samples if sample is not None]
-        self._settle(job, row=ResultRow.measured(job.rendering, samples, server_model=server_model, recorded=recorded))
+            self._settle(job, row=job.finish(self.measurer))
+        except MeasurementError as exc:
+            self._settle(job, error=exc)
 
     def _settle(self, job: Job, *, row: ResultRow | None = None, error: MeasurementError | None = None) -> None:
         if job.future.done():
@@ -228,19 +229,20 @@ class Engine:
             assert row is not None
             job.future.set_result(row)
 
-    def _reason(self) -> str | None:
-        return self.stopped
-
-    def _stop(self, reason: str) -> None:
-        """No new request goes out; renderings with requests still unsent fail with `reason`. Those
-        entirely in flight may still complete."""
+    def _stop(self, reason: str, everything: bool = False) -> None:
+        """No new request goes out; renderings with requests still unsent fail with `reason`; those entirely in
+        flight too when `everything` (no answer will come: the breaker, a wait too long), else they may complete."""
         if self.stopped:
             return
         self.stopped = reason
         error = MeasurementError(f"not recorded: {reason}", fatal=True)
         for job in list(self._jobs.values()):
-            if not job.future.done() and (job.unsent > 0 or job.cassette is None):
+            if not job.future.done() and (everything or job.unsent > 0 or job.cassette is None):
                 self._settle(job, error=error)
+
+    def progress_line(self, total: int, now: float) -> str:
+        """The progress line (main thread; breaker.py words it from plain counters)."""
+        return progress_line(self.stats, self._exchange.breaker, total, now)
 
 
 def describe_exception(exc: BaseException) -> str:

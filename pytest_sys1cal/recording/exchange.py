@@ -1,30 +1,35 @@
 """One request's life on the wire, for the recording engine: its turn (the pace, the server's pauses, the
-cost cap), its attempts and retries, and the error that says why it was given up."""
+cost cap), its attempts within the request's deadline, its retries within the retry budget, and the rules
+every wire shares (a redirect shown, never followed; an unknown model, a wait beyond the budget and a
+server that answers nothing stop the recording at once). The lines it gives up with: give_up.py."""
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
-from ..dataset import Rendering
 from ..errors import MeasurementError
-from ..models.base import ModelAdapter, WireRequest, WireResponse
-from ..results import ResultRow
+from ..models.base import ModelAdapter, ServerError, WireResponse, names_unknown_model, redirect_message, served_models
 from ..store.cassette import EXTENSION_KEY, INTERACTION_KEY
-from ..store.vcrpy_side import save_cassette
-from .plan import CostMeter, dollars, estimate_tokens, reported_input_tokens
-from .policy import NEVER_UP_ATTEMPTS, RETRY_STATUSES, SLOW_DOWN_STATUSES, Limits, backoff, retry_after_seconds
-from .transport import AsyncCassetteTransport, to_vcr_request
+from . import give_up
+from .body import BodyRefused
+from .breaker import CONNECTION, DEADLINE, Breaker
+from .jobs import Stats, Unit
+from .plan import CostMeter, dollars, reported_input_tokens
+from .policy import NEVER_UP_ATTEMPTS, RETRY_STATUSES, SLOW_DOWN_STATUSES, Limits, backoff
+from .proxies import route_for
+from .transport import make_client, to_vcr_request
+from .waits import Wait, requested_wait
 
-if TYPE_CHECKING:
-    from vcr.cassette import Cassette
+# Seconds the model list may take when an unknown model stops the recording (the stop waits for it).
+SERVED_LIST_TIMEOUT = 10.0
+Outcome = tuple[tuple[WireResponse, Any] | None, BaseException | None, Wait | None]
 
 
 class Pacer:
@@ -50,69 +55,10 @@ class Pacer:
                 return
 
 
-@dataclass
-class Job:
-    rendering: Rendering
-    future: concurrent.futures.Future[ResultRow]
-    cassette: Cassette | None = None
-    responses: list[list[WireResponse | None]] = field(default_factory=list)
-    # Per repeat and request: the interaction to append to the cassette (None when replayed).
-    interactions: list[list[Any]] = field(default_factory=list)
-    samples: list[dict[str, Any] | None] = field(default_factory=list)
-    missing: list[int] = field(default_factory=list)  # per repeat: responses still to come
-    remaining: int = 0
-    unsent: int = 0
-
-    def units(self, repeats: list[list[WireRequest]]) -> list[Unit]:
-        """The job's requests (per repeat, in order) as units to send; its bookkeeping set up for them."""
-        self.responses = [[None] * len(requests) for requests in repeats]
-        self.interactions = [[None] * len(requests) for requests in repeats]
-        self.samples = [None] * len(repeats)
-        self.missing = [len(requests) for requests in repeats]
-        self.remaining = self.unsent = sum(self.missing)
-        return [
-            Unit(self, repeat, index, request, estimate_tokens(request))
-            for repeat, requests in enumerate(repeats)
-            for index, request in enumerate(requests)
-        ]
-
-    def save(self) -> bool:
-        """Every repeat answered: append the new interactions in repeat order (replay serves repeats in cassette
-        order, so the recording run and a later replay report the same samples in the same order) and save
-        the cassette atomically. Whether anything new was recorded; OSError when it cannot be saved."""
-        assert self.cassette is not None
-        for repeat in self.interactions:
-            for kept in repeat:
-                if kept is not None:
-                    self.cassette.append(*kept)
-        recorded = bool(self.cassette.dirty)
-        save_cassette(self.cassette)
-        return recorded
-
-
-@dataclass
-class Unit:
-    job: Job
-    repeat: int
-    index: int
-    request: WireRequest
-    tokens: int
-
-
-@dataclass
-class Stats:
-    sent_ok: int = 0  # requests answered with 2xx (replayed ones not counted)
-    retries: int = 0
-    jobs: int = 0
-    settled: int = 0
-    failed: int = 0
-    first_send: float | None = None
-    last_answer: float | None = None
-
-
 class Exchange:
     """Sends the engine's requests (from its event loop's thread only): `send` one unit, retrying what is worth
-    retrying; `stop(reason)` and `stopped()` are the engine's, which the cost cap and a fatal error share."""
+    retrying; `stop(reason, everything)` and `stopped()` are the engine's, which the cost cap, the breaker and
+    a fatal error share."""
 
     def __init__(
         self,
@@ -120,18 +66,18 @@ class Exchange:
         limits: Limits,
         stats: Stats,
         cost: CostMeter,
-        stop: Callable[[str], None],
+        stop: Callable[..., None],
         stopped: Callable[[], str | None],
     ):
-        n = limits.concurrency
-        pool = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=n, max_keepalive_connections=n))
         # Each request carries its rendering's cassette, which replays it or lets it through (transport.py).
-        self.client = httpx.AsyncClient(transport=AsyncCassetteTransport(pool), timeout=limits.timeout)
+        self.client = make_client(limits, route_for(adapter.base_url, os.environ))
         self.adapter, self.limits = adapter, limits
         self.stats, self.cost = stats, cost
         self.stop, self.stopped = stop, stopped
         self.pacer = Pacer(limits.rate)
+        self.breaker = Breaker(limits.stall, limits.timeout)
         self._rng = random.Random(0)
+        self._served: asyncio.Future[tuple[list[str] | None, str | None]] | None = None
 
     async def turn(self, unit: Unit) -> None:
         """Wait for this request's turn (rate, server pauses); refuse when stopped or over the cost cap."""
@@ -176,11 +122,11 @@ class Exchange:
             if attempt == 1:  # the retry budget runs from the first send, not from the wait for a turn
                 job.unsent -= 1
                 started = time.monotonic()
-            answer, failure, retry_after = await self._attempt(unit, first if attempt == 1 else build())
+            answer, failure, wait = await self._attempt(unit, first if attempt == 1 else build())
             if answer is not None:
                 return answer
             assert failure is not None
-            delay = retry_after if retry_after is not None else backoff(attempt, self.limits, self._rng)
+            delay = self._delay(failure, wait, attempt, started)
             # A server that refuses every connection before answering anything is not up: say so after a few
             # quick tries instead of spending the whole retry budget.
             never_up = (
@@ -188,57 +134,104 @@ class Exchange:
             )
             over_budget = time.monotonic() + delay > started + self.limits.retry_budget
             if never_up or attempt >= self.limits.max_attempts or over_budget:
-                raise self._gave_up(request, failure, attempt, time.monotonic() - started)
+                raise give_up.gave_up(request.url, failure, attempt, time.monotonic() - started, self.limits)
             self.stats.retries += 1
             await asyncio.sleep(delay)
 
-    async def _attempt(
-        self, unit: Unit, http_request: httpx.Request
-    ) -> tuple[tuple[WireResponse, Any] | None, BaseException | None, float | None]:
-        """One send: the answer with the interaction to record, or the failure worth retrying and the wait
-        the server asked for. Raises MeasurementError for what no retry would mend."""
+    def _delay(self, failure: BaseException, wait: Wait | None, attempt: int, started: float) -> float:
+        """How long before the next attempt: the server's requested wait (shared by every request when it is an
+        overload signal), else the backoff. A requested wait beyond what the budget allows stops the recording."""
+        if wait is not None:
+            budget_left = started + self.limits.retry_budget - time.monotonic()
+            refused = give_up.wait_too_long(wait, self.limits, budget_left)
+            if refused:
+                self.stop(refused, everything=True)
+                raise MeasurementError(refused, fatal=True)
+        status = failure.status if isinstance(failure, ServerError) else None
+        if status in SLOW_DOWN_STATUSES:
+            pause = wait.seconds if wait is not None else self.limits.backoff_initial
+            self.pacer.hold(pause)
+            self.breaker.paused(pause, wait.asked if wait is not None else f"HTTP {status}")
+        return wait.seconds if wait is not None else backoff(attempt, self.limits, self._rng)
+
+    async def _attempt(self, unit: Unit, http_request: httpx.Request) -> Outcome:
+        """One send, within the request's deadline: the answer with the interaction to record, or the failure
+        worth retrying and the wait the server asked for. Raises MeasurementError for what no retry would mend."""
         projected = self.cost.projected(unit.tokens)
         self.cost.in_flight += projected
         if self.stats.first_send is None:
             self.stats.first_send = time.monotonic()
+        self.breaker.sent()
         try:
-            response = await self.client.send(http_request)
-        except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
+            async with asyncio.timeout(self.limits.timeout):  # the whole exchange, not each read
+                response = await self.client.send(http_request)
+        except asyncio.CancelledError:
+            self.breaker.in_flight -= 1
+            raise
+        except Exception as exc:
             self.cost.in_flight -= projected
-            raise MeasurementError(f"cannot send to {unit.request.url}: {exc}", fatal=True) from None
-        except httpx.TransportError as exc:
-            self.cost.in_flight -= projected
-            return None, exc, None
+            return None, self._failed(unit, exc), None
         wire = WireResponse(response.status_code, dict(response.headers), response.content)
         if wire.ok:
             self.cost.answered(unit.tokens, projected, reported_input_tokens(wire))
             self.stats.sent_ok += 1
             self.stats.last_answer = time.monotonic()
+            self.breaker.answered()
             return (wire, response.extensions.get(INTERACTION_KEY)), None, None
         self.cost.in_flight -= projected  # assumed unbilled: the server did not answer
-        error = self.adapter.error(wire)
-        if wire.status not in RETRY_STATUSES or not error.retryable or error.fatal:
-            raise MeasurementError(f"server error: {error}", fatal=error.fatal)
-        retry_after = retry_after_seconds(wire.headers)
-        if wire.status in SLOW_DOWN_STATUSES:
-            self.pacer.hold(retry_after if retry_after is not None else self.limits.backoff_initial)
-        return None, error, retry_after
+        error = await self._refusal(unit, wire)
+        self.breaker.failed(f"HTTP {wire.status}")
+        return None, error, requested_wait(wire.headers)
 
-    def _gave_up(self, request: WireRequest, failure: BaseException, attempts: int, elapsed: float) -> MeasurementError:
-        tried = f"{attempts} attempt{'s' if attempts != 1 else ''} in {elapsed:.1f} s"
-        if isinstance(failure, httpx.ConnectError):
-            # Nothing answers at that address: every other item would fail the same way.
-            return MeasurementError(
-                f"cannot connect to {request.url}: {failure} ({tried}; is the server up? check --sys1cal-base-url)",
-                fatal=True,
-            )
-        if isinstance(failure, httpx.TimeoutException):
-            return MeasurementError(
-                f"server error: no response from {request.url} within {self.limits.timeout:g} s ({tried}; "
-                f"raise --sys1cal-timeout if the server is slow)"
-            )
-        if isinstance(failure, httpx.TransportError):
-            return MeasurementError(
-                f"server error: no response from {request.url}: {type(failure).__name__}: {failure} ({tried})"
-            )
-        return MeasurementError(f"server error: {failure} ({tried})")
+    def _failed(self, unit: Unit, exc: BaseException) -> BaseException:
+        """The failure of an attempt that got no answer, counted by the breaker; raised when no retry can mend it."""
+        if isinstance(exc, TimeoutError):  # asyncio.timeout: the deadline passed mid-exchange
+            self.breaker.failed(DEADLINE)
+            return give_up.DeadlineExceeded(f"no complete answer within {self.limits.timeout:g} s")
+        if isinstance(exc, BodyRefused):  # an answer came: too large, or unreadable
+            self.breaker.answered()
+            raise MeasurementError(f"server error: {exc}") from None
+        if isinstance(exc, (httpx.UnsupportedProtocol, httpx.LocalProtocolError)):
+            self.breaker.failed(CONNECTION)
+            raise MeasurementError(f"cannot send to {unit.request.url}: {exc}", fatal=True) from None
+        if isinstance(exc, httpx.TransportError):
+            self.breaker.failed(DEADLINE if isinstance(exc, httpx.TimeoutException) else CONNECTION)
+            return exc
+        self.breaker.answered()  # a bug, not the server's: the engine shows it on the item
+        raise exc
+
+    async def _refusal(self, unit: Unit, wire: WireResponse) -> ServerError:
+        """A non-2xx answer: the retryable error, or MeasurementError for what no retry would mend (fatal for a
+        redirect, an unknown model, or what the adapter says repeats on every request)."""
+        redirect = redirect_message(wire, unit.request.url)
+        if redirect is not None:
+            self.breaker.answered()
+            raise MeasurementError(f"server error: {redirect}", fatal=True)
+        error = self.adapter.error(wire)
+        if names_unknown_model(wire, self.adapter.version, error.message):
+            self.breaker.answered()
+            served, listing = await self.served_models()
+            raise give_up.unknown_model(str(error), self.adapter.version, served, listing)
+        if wire.status not in RETRY_STATUSES or not error.retryable or error.fatal:
+            self.breaker.answered()
+            raise MeasurementError(f"server error: {error}", fatal=error.fatal)
+        return error
+
+    async def served_models(self) -> tuple[list[str] | None, str | None]:
+        """The models the server lists (GET, nothing billable; None when it lists none), and the list's URL. Asked
+        once, however many requests meet the unknown model at the same time."""
+        if self._served is None:
+            self._served = asyncio.ensure_future(self._ask_served())
+        return await asyncio.shield(self._served)
+
+    async def _ask_served(self) -> tuple[list[str] | None, str | None]:
+        url = self.adapter.models_url()
+        if url is None:
+            return None, None
+        headers = {k: v for k, v in self.adapter.json_headers().items() if k.lower() != "content-type"}
+        try:
+            async with asyncio.timeout(min(self.limits.timeout, SERVED_LIST_TIMEOUT)):
+                response = await self.client.get(url, headers=headers)
+        except Exception:  # noqa: BLE001 - the list is a courtesy: the stop stands without it
+            return None, url
+        return (served_models(response.content) if 200 <= response.status_code < 300 else None), url

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..dataset import Rendering
 from ..measure import Measurer
 from ..models.base import WireRequest, WireResponse
 from .policy import PRICE_PER_MILLION_INPUT_TOKENS, Limits
+from .proxies import Route, route_for
 
 CHARS_PER_TOKEN = 4
 ESTIMATE_NOTE = "estimate: characters of each JSON request body ÷ 4"
@@ -36,6 +38,7 @@ class Plan:
     requests: int
     tokens: int
     repeats: int
+    route: Route = field(default_factory=Route)  # through which proxy, if the environment names one
 
     def lines(self, limits: Limits, workers: int = 1) -> list[str]:
         if not self.renderings:
@@ -65,9 +68,12 @@ class Plan:
             pace += ", no rate limit"
         if workers > 1:
             pace += f" (shared by {workers} xdist workers, each recording the items it is given)"
-        return [first, price, pace]
+        route = self.route.line()
+        return [first, price, pace, *([route] if route else [])]
 
     def refusal(self, limits: Limits) -> str | None:
+        if self.renderings and self.route.problem:
+            return f"sys1cal: cannot record through the proxy: {self.route.problem}. Nothing was sent."
         if limits.max_cost is None or not self.renderings:
             return None
         cost = dollars(self.tokens, limits.price)
@@ -93,7 +99,8 @@ def make_plan(measurer: Measurer, renderings: Iterable[Rendering]) -> Plan:
             distinct = {id(request): request for request in missing}  # repeats share their request objects
             estimates = {key: estimate_tokens(request) for key, request in distinct.items()}
             tokens += sum(estimates[id(request)] for request in missing)
-    return Plan(measurer.folder.record_mode, selected, to_record, requests, tokens, measurer.repeats)
+    route = route_for(measurer.adapter.base_url, os.environ)
+    return Plan(measurer.folder.record_mode, selected, to_record, requests, tokens, measurer.repeats, route)
 
 
 class CostMeter:

@@ -1,15 +1,15 @@
-"""How recording treats a server: the limits of one recording (concurrency, rate, timeouts, cost cap),
-which answers are retried, how long to back off, and what the server's Retry-After asks for."""
+"""How recording treats a server: the limits of one recording (concurrency, rate, the deadline of one
+request, the stall limit, the largest body, the cost cap), which answers are retried, how long to back off,
+and what the server's Retry-After asks for."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
-import email.utils
-import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from .waits import requested_wait
 
 PRICE_PER_MILLION_INPUT_TOKENS = 0.042  # Jev, USD; output tokens are free
 # Statuses worth another try (the SDK's list: 408, 429 and every 5xx, which includes 529 "overloaded").
@@ -21,6 +21,13 @@ BACKOFF_MAX = 30.0
 BACKOFF_JITTER = 0.25  # a random fraction up to this is taken off each backoff delay
 MAX_ATTEMPTS = 10
 NEVER_UP_ATTEMPTS = 3  # connection refused this often, with no answer yet in this run: the server is down
+# With no --sys1cal-stall-limit, the recording stops when nothing has been answered for this many deadlines:
+# every request then had a full attempt and a retry, and a server that answered none of them is not coming back.
+STALL_DEADLINES = 2.0
+# The largest response body kept (after decompression): a Jev answer is about 1 KB and a SemIf one a few KB, so
+# this is a thousand times what a sane server sends, and a cassette of 40 such bodies stays under GitHub's
+# 100 MB file limit.
+MAX_BODY_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -29,8 +36,10 @@ class Limits:
 
     concurrency: int = 8
     rate: float = 1000.0  # requests per minute; 0 = no limit
-    timeout: float = 60.0
+    timeout: float = 60.0  # seconds one request may take, whole: connect, send and every byte of the answer
     retry_budget: float = 120.0
+    stall_limit: float | None = None  # None: STALL_DEADLINES × timeout
+    max_body: int = MAX_BODY_BYTES
     max_cost: float | None = None
     price: float = PRICE_PER_MILLION_INPUT_TOKENS
     price_source: str = "Jev's list price; --sys1cal-price sets your server's"  # said beside the price
@@ -38,29 +47,16 @@ class Limits:
     backoff_max: float = BACKOFF_MAX
     max_attempts: int = MAX_ATTEMPTS
 
+    @property
+    def stall(self) -> float:
+        """Seconds without any answer, while requests are out, after which the recording stops."""
+        return self.stall_limit if self.stall_limit is not None else STALL_DEADLINES * self.timeout
+
 
 def retry_after_seconds(headers: Mapping[str, str], now: _dt.datetime | None = None) -> float | None:
-    """The server's requested wait: ``retry-after-ms`` first, then ``Retry-After`` in seconds or as an
-    HTTP-date (a date in the past means now). None when neither is there or readable."""
-    lowered = {name.lower(): value for name, value in headers.items()}
-    with contextlib.suppress(TypeError, ValueError):
-        milliseconds = float(lowered.get("retry-after-ms") or "nan")
-        if math.isfinite(milliseconds):
-            return max(0.0, milliseconds / 1000)
-    text = (lowered.get("retry-after") or "").strip()
-    if not text:
-        return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=_dt.UTC)
-        seconds = (when - (now or _dt.datetime.now(_dt.UTC))).total_seconds()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
+    """The server's requested wait in seconds (waits.py reads every form), None when it asks for none."""
+    wait = requested_wait(headers, now)
+    return None if wait is None else wait.seconds
 
 
 def backoff(attempt: int, limits: Limits, rng: random.Random) -> float:

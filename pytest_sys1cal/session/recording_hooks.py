@@ -17,7 +17,7 @@ import pytest
 from ..errors import usage_errors
 from ..options import flag
 from ..recording.engine import Engine
-from ..recording.plan import Plan, duration, make_plan
+from ..recording.plan import Plan, make_plan
 from ..recording.policy import Limits
 from ..report.escape import one_line
 from .collect import renderings_of, renderings_of_nodeids
@@ -60,6 +60,8 @@ def limits_for(settings: Settings, share: int = 1) -> Limits:
         rate=settings.rate / share,
         timeout=settings.timeout,
         retry_budget=settings.retry_budget,
+        stall_limit=settings.stall_limit,
+        max_body=round(settings.max_response_mb * 1_000_000),
         max_cost=None if settings.max_cost is None else settings.max_cost / share,
     )
     if settings.price is None:
@@ -102,10 +104,7 @@ class Recording:
             return
         self._last_progress = now
         total = self.plan.requests if self.plan else stats.sent_ok
-        rate = stats.sent_ok / max(now - stats.first_send, 1e-9)
-        left = f"about {duration((total - stats.sent_ok) / rate)} left" if rate > 0 else "waiting for the server"
-        retried = f", {stats.retries} retried" if stats.retries else ""
-        self.say(f"sys1cal: recorded {stats.sent_ok:,}/{total:,} requests, {rate:.1f} requests/s, {left}{retried}")
+        self.say(engine.progress_line(total, now))
 
     def closing_line(self) -> str:
         assert self.engine is not None
@@ -162,14 +161,17 @@ class RecordingHooks:
         self.controller = controller
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> None:
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
         # Without xdist: price and start recording every selected rendering before the first item runs.
         config = session.config
         skipped = config.option.collectonly or (session.testsfailed and not config.option.continue_on_collection_errors)
         if self.controller and not skipped and not config.pluginmanager.has_plugin("dsession"):
             self.begin(renderings_of(session.items, self.run.measurer), workers=1)
+            if self.run.settings.dry_run:
+                return self.dry_run()
             if self.recording.plan and self.recording.plan.renderings:
                 self.run.measurer.start_sender().submit(self.recording.plan.renderings)
+        return None  # the items run: pytest's own loop, and the items wait for their renderings
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -206,10 +208,31 @@ class RecordingHooks:
         refusal = plan.refusal(limits_for(run.settings))  # the run's cap, whatever each process's share
         if refusal:
             raise pytest.UsageError(run.redactor.text(refusal))
-        if plan.renderings:
+        if plan.renderings and not run.settings.dry_run:
             with usage_errors(
                 run.redactor.text
             ):  # another live recording holds the folder: refused before anything is sent
                 notice = run.start_recording()
             if notice:
                 recording.say(notice, yellow=True)
+
+    def dry_run(self) -> bool:
+        """--sys1cal-dry-run, after the plan: the checks (recording/preflight.py), then no item runs. A problem is
+        one usage error (exit 4)."""
+        from ..recording.preflight import preflight
+
+        run, recording = self.run, self.recording
+        if recording.plan is None or not recording.plan.renderings:
+            recording.say("sys1cal: dry run: nothing to record, so nothing was checked or sent")
+            return True
+        checked = preflight(run.adapter, recording.limits)
+        for line in checked.lines:
+            recording.say(line)
+        if checked.problem:
+            raise pytest.UsageError(run.redactor.text(f"sys1cal: dry run: {checked.problem}"))
+        recording.say(
+            "sys1cal: dry run passed: nothing billable was sent and nothing recorded; the same command without "
+            "--sys1cal-dry-run records",
+            green=True,
+        )
+        return True
