@@ -150,7 +150,9 @@ class Sys1CalRun:
                 lines.append(self.interruption.nothing_ran())
             else:
                 started = time.perf_counter()
-                self.report = build_report(self._facts(), self.rows, self.dataset, self.thresholds, self.baseline)
+                self.report = build_report(
+                    self._facts(), self.rows, self.dataset, self.thresholds, self.baseline, self._node_ids()
+                )
                 lines += self._report_lines(self.report)
                 lines += self.outputs.write(self.report, self.baseline, self.redactor)
                 if self.outputs.interrupted:  # Ctrl-C while a file was drawn: outputs.py said which
@@ -187,10 +189,20 @@ class Sys1CalRun:
             stopped=self.interruption.reason,
         )
 
+    def _node_ids(self) -> dict[str, str] | None:
+        """Instance id → the node id that re-runs it, for the renderings an upgrade comparison lists."""
+        if self.baseline is None:
+            return None
+        from .session.node_ids import node_id
+
+        return {r.instance_id: node_id(self.settings.model, r) for r in self.dataset.renderings}
+
     def _report_lines(self, report: Report) -> list[Line]:
         from .report.terminal import summary_lines
 
-        return summary_lines(report.data, self.advice.after_failed_gates(), self.advice.thresholds_file)
+        return summary_lines(
+            report.data, self.advice.after_failed_gates(), self.advice.thresholds_file, self.advice.command("none")
+        )
 
     def gate_location(self, name: str) -> tuple[str, int]:
         """The file and line that configure the gate `name` (for JUnit XML)."""

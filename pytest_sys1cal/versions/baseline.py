@@ -11,7 +11,7 @@ runs, so a baseline that cannot be compared stops the run at once. VALUE is, in 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,11 +77,11 @@ def resolve_baseline(
     path = Path(value).expanduser()
     path = path if path.is_absolute() else invocation_dir / path
     if path.is_file():
-        return saved_baseline(path, dataset.sha256)
+        return saved_baseline(path, dataset.sha256, shown_path(path, invocation_dir))
     model = request.model
     # The bundled reference set stands in for a project's missing jev-1.13.0 folder here too (store/folder.py).
-    root = reference_root(request.cassettes, model, value, "none", default_root=request.default_cassettes)
-    root = root or request.cassettes
+    reference = reference_root(request.cassettes, model, value, "none", default_root=request.default_cassettes)
+    root = reference or request.cassettes
     versions = recorded_versions(root, model)
     if not is_version_name(value) or value not in versions:
         folder_note = f"{path} is a folder, not a saved report; " if path.is_dir() else ""
@@ -97,15 +97,27 @@ def resolve_baseline(
             f"{OPTION}={value} is this run's own version: a version compared with itself shows nothing. Name "
             f"another recorded version of {model} (recorded: {others}) or a saved JSON report"
         )
-    return version_baseline(value, request, dataset, adapter_for(value), root)
+    baseline = version_baseline(value, request, dataset, adapter_for(value), root)
+    if reference is not None:
+        return replace(baseline, origin="bundled reference", location=f"pytest-sys1cal's bundled {model}/{value}")
+    return replace(baseline, location=shown_path(root / model / value, invocation_dir))
 
 
-def saved_baseline(path: Path, dataset_sha256: str) -> Baseline:
+def shown_path(path: Path, base: Path) -> str:
+    """`path` as a reader types it: relative to `base` (where pytest ran) when inside it, else as it is; no
+    machine's absolute checkout path in a job summary or a pull-request comment."""
+    try:
+        return path.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def saved_baseline(path: Path, dataset_sha256: str, location: str | None = None) -> Baseline:
     """The saved report at `path` as this run's baseline; it must come from the same dataset."""
     name = f"{OPTION} {path}"
     report = load_baseline(path)
     check_baseline(report, dataset_sha256, name)
-    return Baseline(report, str(path))
+    return Baseline(report, str(path), origin="saved report", location=location or str(path))
 
 
 def version_baseline(
@@ -143,7 +155,7 @@ def version_baseline(
         recalibration_splits=request.recalibration_splits,
     )
     check_baseline(report.data, dataset.sha256, f"{OPTION}={version}")
-    return Baseline(report.data, version)
+    return Baseline(report.data, version, origin="version folder", location=folder.path.as_posix())
 
 
 def check_repeats(baseline: Baseline, repeats: int, repeats_per_answer: int) -> None:
