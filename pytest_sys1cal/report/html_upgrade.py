@@ -50,12 +50,19 @@ def banner(report: ReportDocument) -> list[str]:
     kind = verdict_kind(comparison["verdict"])
     head = comparison["headline"].split(" (")[0] if comparison["summary"] else comparison["headline"]
     absolute = comparison["absolute_gates"]
+    failed = [
+        g["name"]
+        for g in report.get("gates") or []
+        if g["verdict"] == "FAILED" and not g["name"].startswith("regression.")
+    ]
+    named = f": {', '.join(failed)}" if failed else ""
     return [
         f'<div class="upgrade {kind}" id="upgrade-verdict"><p class="head">{MARKS[kind]} {escape(sentence(head))}</p>',
         *([f'<p class="why">{escape(comparison["summary"])}</p>'] if comparison["summary"] else []),
         f'<p class="from">{escape(sentence(baseline_line(comparison)))}.</p></div>',
-        f'<p class="absolute {absolute["outcome"]}" id="absolute-gates"><b>{escape(sentence(absolute["line"]))}</b> '
-        "(the floors and ceilings of the thresholds file, a verdict of their own beside the upgrade's)</p>",
+        f'<p class="absolute {absolute["outcome"]}" id="absolute-gates"><b>{escape(sentence(absolute["line"]))}</b>'
+        f"{escape(named)} (the floors and ceilings of the thresholds file, a verdict of their own beside the "
+        "upgrade's)</p>",
     ]
 
 

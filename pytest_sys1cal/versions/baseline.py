@@ -10,6 +10,7 @@ runs, so a baseline that cannot be compared stops the run at once. VALUE is, in 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -99,17 +100,17 @@ def resolve_baseline(
         )
     baseline = version_baseline(value, request, dataset, adapter_for(value), root)
     if reference is not None:
-        return replace(baseline, origin="bundled reference", location=f"pytest-sys1cal's bundled {model}/{value}")
+        return replace(baseline, origin="bundled reference", location=f"{model}/{value}")
     return replace(baseline, location=shown_path(root / model / value, invocation_dir))
 
 
 def shown_path(path: Path, base: Path) -> str:
     """`path` as a reader types it: relative to `base` (where pytest ran) when inside it, else as it is; no
     machine's absolute checkout path in a job summary or a pull-request comment."""
-    try:
-        return path.resolve().relative_to(base.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+    for inside, root in ((Path(os.path.abspath(path)), Path(os.path.abspath(base))), (path.resolve(), base.resolve())):
+        if inside.is_relative_to(root):  # as given first (a symlinked folder stays where the user put it)
+            return inside.relative_to(root).as_posix()
+    return path.as_posix()
 
 
 def saved_baseline(path: Path, dataset_sha256: str, location: str | None = None) -> Baseline:
