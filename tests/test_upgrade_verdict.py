@@ -312,3 +312,40 @@ def test_the_printed_node_id_reruns_that_rendering(pytester: pytest.Pytester, ro
         top["new"]["choice"],
         top["new"]["score"],
     )
+
+
+# ----------------------------------------------------------------- the pull-request comment's file
+
+
+def test_the_comment_path_goes_through_the_output_boundary(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """--sys1cal-markdown is checked like the reports: not on the baseline it reads, nor on another output."""
+    baseline = tmp_path / "baseline.json"
+    shutil.copy(REPO / "tests" / "golden" / "jev-report.json", baseline)
+    before = baseline.read_bytes()
+    args = ("--sys1cal", f"--sys1cal-cassettes={REPO / 'cassettes'}", "-p", "no:cacheprovider")
+    clash = pytester.runpytest(*args, f"--sys1cal-baseline={baseline}", f"--sys1cal-markdown={baseline}")
+    assert clash.ret == pytest.ExitCode.USAGE_ERROR
+    assert [line for line in clash.stderr.lines if line.startswith("ERROR:")] == [
+        f"ERROR: --sys1cal-markdown {baseline}: this file is also this run's --sys1cal-baseline, which writing the "
+        "report would destroy; write the report somewhere else"
+    ]
+    assert baseline.read_bytes() == before
+    both = pytester.runpytest(*args, f"--sys1cal-report={tmp_path / 'x'}", f"--sys1cal-markdown={tmp_path / 'x'}")
+    assert both.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"ERROR: --sys1cal-markdown {tmp_path / 'x'}: the same file as --sys1cal-report" in both.stderr.str()
+
+
+def test_the_comment_without_a_baseline_says_the_gates_verdict(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    comment = tmp_path / "comment.md"
+    result = pytester.runpytest(
+        "--sys1cal", f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}",
+        f"--sys1cal-markdown={comment}", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"Markdown comment written to {comment}"])
+    assert comment.read_text(encoding="utf-8") == (
+        "<!-- pytest-sys1cal: pull-request comment -->\n"
+        "### ✅ Sys1Cal calibration: jev jev-1.13.0 — every gate in force passed\n"
+    )
+    # The λ gate's observed value is the p-value of its test, and says so.
+    result.stdout.fnmatch_lines(["uncertainty.require_lambda_positive *p = 1.0e-10 *α = 0.0100 *passed"])
