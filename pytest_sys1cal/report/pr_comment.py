@@ -51,7 +51,8 @@ def comment_markdown(
         lines += [f"### {ICONS[kind]} Sys1Cal {head}", ""]
         if comparison["summary"]:
             lines += [f"**{comparison['summary']}**", ""]
-        lines += [f"{sentence(baseline_line(comparison))}; {measured(result)}.", ""]
+        stopped = f"; {measured(result)}" if result.get("interrupted") else ""
+        lines += [f"{sentence(baseline_line(comparison))}{stopped}.", ""]
         lines += _compact(delta_table(result), [DELTA_NOTE])
         absolute = comparison["absolute_gates"]
         lines += [
@@ -101,7 +102,8 @@ def _moves(result: ReportDocument) -> list[str]:
         "",
         *[line for line in markdown(Table(title="", columns=table.columns, rows=rows))[2:] if line],
         "",
-        f"<sub>{moves_summary(comparison)}. D = OVL new − OVL baseline of one rendering; re-run one with "
+        f"<sub>{moves_summary(comparison).replace('<', '&lt;').replace('>', '&gt;')}. D = OVL new − OVL baseline "
+        "of one rendering; re-run one with "
         "<code>pytest --sys1cal '&lt;node id&gt;'</code> and this run's options.</sub>",
         "",
         "</details>",
