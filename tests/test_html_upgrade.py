@@ -80,7 +80,7 @@ def test_the_verdict_is_what_a_reviewer_sees_first(
     # Every paired rendering, in a static table sorted by the lowest D of the row.
     rows = probes["rows"]
     assert len(rows) == 365 and rows[0][1].startswith("sys1cal::jev[")
-    lowest = [min(float(cell.replace("−", "-")) for cell in row[6::2]) for row in rows]
+    lowest = [min(float(cell.splitlines()[-1]) for cell in row[4:]) for row in rows]  # "base → new" over D
     assert lowest == sorted(lowest)
     figures = [f["id"] for f in page.figures]
     assert figures[:2] == ["fig-paired-d", "fig-family-delta"]  # drawn in the upgrade section, under the verdict

@@ -29,15 +29,16 @@ STYLE = """
 .upgrade.failed { background: #fde8e8; color: #a11d1d; border-color: #a11d1d; }
 .upgrade.undecided { background: #fff4dc; color: #8a6100; border-color: #8a6100; }
 .upgrade.none { background: #f2f2f2; color: #444; border-color: #888; }
-.absolute { margin: 6px 0 10px; font-size: 1.0em; }
+.absolute { margin: 6px 0 10px; font-size: 1.0em; } .absolute .names { font-size: 0.85em; color: #555; }
 .absolute b { display: inline-block; padding: 3px 8px; border-radius: 4px; }
 .absolute.failed b { background: #fde8e8; color: #a11d1d; } .absolute.passed b { background: #e6f4ea; color: #1e6b34; }
 .absolute.undecided b { background: #fff4dc; color: #8a6100; } .absolute.none b { background: #f2f2f2; color: #444; }
 .moves { max-height: 560px; overflow: auto; border: 1px solid #e3e3e3; }
 .moves table { margin: 0; } .moves thead th { position: sticky; top: 0; background: #fff; }
-.moves table { font-size: 0.8em; }
+.moves table { font-size: 0.8em; } .moves th { white-space: normal; vertical-align: bottom; }
 .moves td.node { font-family: "DejaVu Sans Mono", monospace; text-align: left; white-space: normal; min-width: 330px; }
-td.worse { color: #a11d1d; } td.better { color: #1e6b34; }
+.moves .worse { color: #a11d1d; font-weight: bold; } .moves .better { color: #1e6b34; }
+.moves td.group, .moves th:nth-child(2), .moves th:nth-child(3) { text-align: left; }
 """
 
 
@@ -55,14 +56,14 @@ def banner(report: ReportDocument) -> list[str]:
         for g in report.get("gates") or []
         if g["verdict"] == "FAILED" and not g["name"].startswith("regression.")
     ]
-    named = f": {', '.join(failed)}" if failed else ""
     return [
         f'<div class="upgrade {kind}" id="upgrade-verdict"><p class="head">{MARKS[kind]} {escape(sentence(head))}</p>',
         *([f'<p class="why">{escape(comparison["summary"])}</p>'] if comparison["summary"] else []),
         f'<p class="from">{escape(sentence(baseline_line(comparison)))}.</p></div>',
-        f'<p class="absolute {absolute["outcome"]}" id="absolute-gates"><b>{escape(sentence(absolute["line"]))}</b>'
-        f"{escape(named)} (the floors and ceilings of the thresholds file, a verdict of their own beside the "
-        "upgrade's)</p>",
+        f'<p class="absolute {absolute["outcome"]}" id="absolute-gates"><b>{escape(sentence(absolute["line"]))}</b> '
+        "(the floors and ceilings of the thresholds file, a verdict of their own beside the upgrade's)"
+        + (f'<br><span class="names">FAILED: {escape(", ".join(failed))}</span>' if failed else "")
+        + "</p>",
     ]
 
 
@@ -72,27 +73,24 @@ def _breakable(node_id: str) -> str:
 
 
 def moves_html(comparison: Comparison) -> str:
-    """Every paired rendering, lowest D first: node id, family, representation, p*, and per compared primitive
-    the baseline's and the candidate's answer and D."""
+    """Every paired rendering, lowest D first: node id, family and representation, p*, and per compared
+    primitive the baseline's and the candidate's answer over its D (one cell each, so the row fits the page)."""
     prims = compared(comparison)
-    head = ["#", "node id (re-runs it)", "family", "representation", "p*"]
-    head += [f"{LABELS.get(p, p)} {what}" for p in prims for what in ("base → new", "D")]
+    head = ["#", "node id (re-runs it)", "family, representation", "p*"]
+    head += [f"{LABELS.get(p, p)}: base → new, D" for p in prims]  # headers wrap: the columns stay narrow
     rows = []
     for index, row in enumerate(comparison["renderings"], start=1):
         cells = [
             f"<td>{index}</td>",
             f'<td class="node">{_breakable(row["node_id"] or row["instance_id"])}</td>',
-            f"<td>{escape(str(row['family']))}</td>",
-            f"<td>{escape(str(row['representation']))}</td>",
+            f'<td class="group">{escape(str(row["family"]))}<br>{escape(str(row["representation"]))}</td>',
             f"<td>{row['p_star']:.3f}</td>",
         ]
         for prim in prims:
             d = row["d"].get(prim)
             css = "" if d is None or d == 0 else ' class="worse"' if d < 0 else ' class="better"'
-            cells += [
-                f"<td>{escape(answer_cell(row, prim))}</td>",
-                f"<td{css}>{'—' if d is None else f'{d:+.3f}'}</td>",
-            ]
+            shown = "—" if d is None else f"{d:+.3f}"
+            cells.append(f"<td>{escape(answer_cell(row, prim))}<br><span{css}>{shown}</span></td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     caption = f"Every paired rendering against {comparison['baseline']['version']} ({len(rows)}), lowest D first"
     notes = [MOVES_NOTE, f"How D is spread: {moves_summary(comparison)}."]
