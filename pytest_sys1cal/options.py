@@ -99,6 +99,13 @@ OPTIONS = [
         metavar="PATH",
         path=True,
     ),
+    Option(
+        "--sys1cal-markdown",
+        "write the run's verdict as one compact Markdown comment for a pull request here: with a baseline, the upgrade verdict, its Δ table, the absolute gates and the renderings that moved most",
+        ini=False,
+        metavar="PATH",
+        path=True,
+    ),
     # Kept as given (not a path): a saved report's path or another recorded version, told apart in baseline.py.
     Option(
         "--sys1cal-baseline",
@@ -195,6 +202,7 @@ class Settings:
     thresholds: Path | None
     report: Path | None
     html: Path | None
+    markdown: Path | None
     baseline: str | None  # as given: a saved report's path or a version name (baseline.py resolves it)
     seed: int
     bootstrap: int

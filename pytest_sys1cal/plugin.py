@@ -225,10 +225,11 @@ class ActiveRun:
     def _report_gates(self, config: pytest.Config) -> None:
         """Hand each gate to report plugins (JUnit XML writes it as a test case) as a test report; the
         terminal counts the ones that did not pass."""
-        from .session.collect import gate_reports
+        from .session.collect import gate_reports, mark_upgrade
         from .vocabulary import Verdict
 
         assert self.run.report is not None
+        mark_upgrade(config, self.run.report.data.get("comparison"), self.run.redactor.text)
         hook = self._log_hook(config)
         terminal = config.pluginmanager.get_plugin("terminalreporter")
         for report, gate in gate_reports(self.run.report.gates, self.run.gate_location, self.run.redactor.text):

@@ -181,7 +181,9 @@ class Sys1CalRun:
                 lines.append(self.interruption.nothing_ran())
             else:
                 started = time.perf_counter()
-                self.report = build_report(self._facts(), self.rows, self.dataset, self.thresholds, self.baseline)
+                self.report = build_report(
+                    self._facts(), self.rows, self.dataset, self.thresholds, self.baseline, self._node_ids()
+                )
                 advice = self._gate_advice(self.report)
                 lines += self._report_lines(self.report, advice)
                 lines += self.outputs.write(self.report, self.baseline, self.redactor, advice)
@@ -242,10 +244,18 @@ class Sys1CalRun:
         baseline = self.baseline.name if self.baseline else None
         return after_failed_gates(self.advice, report.data, self.thresholds, baseline)
 
+    def _node_ids(self) -> dict[str, str] | None:
+        """Instance id → the node id that re-runs it, for the renderings an upgrade comparison lists."""
+        if self.baseline is None:
+            return None
+        from .session.node_ids import node_id
+
+        return {r.instance_id: node_id(self.settings.model, r) for r in self.dataset.renderings}
+
     def _report_lines(self, report: Report, advice: list[str]) -> list[Line]:
         from .report.terminal import summary_lines
 
-        return summary_lines(report.data, advice, self.advice.thresholds_file)
+        return summary_lines(report.data, advice, self.advice.thresholds_file, self.advice.command("none"))
 
     def gate_location(self, name: str) -> tuple[str, int]:
         """The file and line that configure the gate `name` (for JUnit XML)."""

@@ -4,7 +4,7 @@ and HTML reports and JUnit XML alike, and the run passed or not according to its
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .dataset import Dataset
@@ -41,10 +41,14 @@ class RunFacts:
 
 @dataclass(frozen=True)
 class Baseline:
-    """The report a run is compared with, and how to name it in messages."""
+    """The report a run is compared with, how to name it in messages, and where it came from: `origin` is
+    "version folder", "saved report" or "bundled reference", `location` the folder or file as shown to a
+    reader (relative to where pytest ran when inside it)."""
 
     report: ReportDocument
     name: str
+    origin: str = "saved report"
+    location: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,11 @@ def build_report(
     dataset: Dataset,
     thresholds: Thresholds | None,
     baseline: Baseline | None,
+    node_ids: Mapping[str, str] | None = None,
 ) -> Report:
-    """Analyse the rows, judge the gates, say what the user must know. Raises BaselineError when the baseline
-    cannot be compared with this run."""
+    """Analyse the rows, judge the gates, say what the user must know. `node_ids`: instance id → the node id
+    that re-runs the rendering (the run's, session/node_ids.py), named beside each rendering of an upgrade
+    comparison. Raises BaselineError when the baseline cannot be compared with this run."""
     from .analysis import analyze
 
     options = thresholds.analysis_options() if thresholds else {}
@@ -105,6 +111,12 @@ def build_report(
         data["interrupted"] = interrupted
     gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts.seed)
     data["gates"] = [gate.to_json() for gate in gates]
+    if baseline is not None:  # only then: a report without a baseline is unchanged
+        from .gates.upgrade import comparison_block
+
+        data["comparison"] = comparison_block(
+            data, gates, baseline.report, origin=baseline.origin, location=baseline.location, node_ids=node_ids
+        )
     data["notices"] = _notices(facts, thresholds, baseline, gates)
     return Report(data, tuple(gates))
 

@@ -65,6 +65,7 @@ class Page:
     title: str = ""
     screenshot: bytes = b""
     figure_shots: dict[str, bytes] = field(default_factory=dict)
+    probes: dict[str, Any] = field(default_factory=dict)  # the value of each expression asked for, JSON-decoded
 
 
 class Session:
@@ -147,8 +148,9 @@ def _page_target(port: int) -> str:
         time.sleep(0.1)
 
 
-def open_page(binary: str, path: Path, *, figure_shots: bool = False) -> Page:
-    """Load `path` from disk in a fresh headless Chromium and report what happened."""
+def open_page(binary: str, path: Path, *, figure_shots: bool = False, probes: dict[str, str] | None = None) -> Page:
+    """Load `path` from disk in a fresh headless Chromium and report what happened; `probes`: name → a JavaScript
+    expression whose value is JSON text (JSON.stringify(...)), evaluated once the page has loaded."""
     url = path.resolve().as_uri()
     page = Page(url=url)
     with chromium(binary) as port:
@@ -163,6 +165,7 @@ def open_page(binary: str, path: Path, *, figure_shots: bool = False) -> Page:
             session.wait_for("Page.loadEventFired", LOAD_TIMEOUT)
             page.title = _evaluate(session, "document.title")
             page.figures = json.loads(_evaluate(session, FIGURES_JS))
+            page.probes = {name: json.loads(_evaluate(session, js)) for name, js in (probes or {}).items()}
             page.screenshot = _screenshot(session)
             if figure_shots:
                 page.figure_shots = {f["id"]: _screenshot(session, f["box"]) for f in page.figures}

@@ -113,7 +113,10 @@ def test_the_table_names_the_cells_that_moved_most(reports: tuple[dict, dict]) -
     table = family_delta_table(report)
     assert table is not None
     assert table.columns[:2] == ["family", "n"]
-    assert [row[0] for row in table.rows] == sorted(report["by_family"])
+    # The families, then the whole dataset's Δ that the verdicts read (issue 23), between the gate's bounds.
+    assert [row[0] for row in table.rows] == [*sorted(report["by_family"]), "all (the gate's Δ)"]
+    noul = next(g for g in report["gates"] if g["name"] == "regression.noul.mean_ovl")["details"]
+    assert table.rows[-1][2] == f"{noul['difference']:+.3f} [{noul['lower']:+.3f}, {noul['upper']:+.3f}]"
     moved = table.notes[0]
     assert moved.startswith("Moved most: Score on frequency +0.343")
     assert "Choice on compound -0.161" in moved and "Noul on bayes" in moved

@@ -18,8 +18,9 @@ import pytest
 import yaml
 
 from pytest_sys1cal import __version__
-from pytest_sys1cal.commands.project_files import WORKFLOW
+from pytest_sys1cal.commands.project_files import WORKFLOW, Project, ini_snippet
 from pytest_sys1cal.gates.config import parse_thresholds
+from pytest_sys1cal.report.pr_comment import MARKER
 
 from .degraded import degrade
 
@@ -221,6 +222,10 @@ def workflow(root: Path) -> dict[str, Any]:
     return yaml.safe_load((root / WORKFLOW).read_text(encoding="utf-8"))
 
 
+def steps_named(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {step.get("name", step.get("uses", "")): step for step in job["steps"]}
+
+
 def test_the_workflow_replays_on_push_and_records_only_by_hand(tmp_path: Path) -> None:
     init(tmp_path)
     flow = workflow(tmp_path)
@@ -228,30 +233,35 @@ def test_the_workflow_replays_on_push_and_records_only_by_hand(tmp_path: Path) -
     assert set(triggers) == {"push", "pull_request", "workflow_dispatch"}
     assert set(triggers["workflow_dispatch"]["inputs"]) == {"version", "max_cost"}
     assert flow["permissions"] == {"contents": "read"}
-    assert flow["env"] == {"MODEL": "jev", "MODEL_VERSION": "jev-1.13.0", "BASELINE_VERSION": "jev-1.13.0"}
+    # The model and the version gated come from the ini snippet alone; the workflow names the baseline (none yet).
+    assert flow["env"] == {"BASELINE_VERSION": "", "MAX_COST_CEILING": "20"}
     replay, record = flow["jobs"]["replay"], flow["jobs"]["record"]
     assert replay["if"] == "github.event_name != 'workflow_dispatch'"
     assert record["if"] == "github.event_name == 'workflow_dispatch'"
     assert "TYPESAFE_API_KEY" not in json.dumps(replay)
-    assert record["env"]["TYPESAFE_API_KEY"] == "${{ secrets.TYPESAFE_API_KEY }}"
+    # The key is given to the one step that records, not to the job (pip and every action would see it).
+    steps = steps_named(record)
+    assert [name for name, step in steps.items() if "TYPESAFE_API_KEY" in json.dumps(step)] == ["Record, then gate"]
+    assert steps["Record, then gate"]["env"]["TYPESAFE_API_KEY"] == "${{ secrets.TYPESAFE_API_KEY }}"
+    assert "TYPESAFE_API_KEY" not in json.dumps(record.get("env", {}))
     for job, artifacts in ((replay, ["sys1cal-reports"]), (record, ["sys1cal-cassettes-", "sys1cal-reports"])):
-        uploads = [s for s in job["steps"] if s.get("uses") == "actions/upload-artifact@v4"]
+        uploads = [s for s in job["steps"] if s.get("uses") == "actions/upload-artifact@v6"]
         assert [s["with"]["name"].split("$")[0] for s in uploads] == artifacts
-        assert all(s["if"] == "always()" for s in uploads)
+        assert all(s["if"].startswith("${{ !cancelled()") for s in uploads)
     installs = [s["run"] for s in replay["steps"] + record["steps"] if "pip install" in s.get("run", "")]
     assert [shlex.split(run)[-1] for run in installs] == [f"pytest-sys1cal[html]=={__version__}"] * 2
     record_run = " ".join(s.get("run", "") for s in record["steps"])
-    assert "--sys1cal-record-mode=once" in record_run and '--sys1cal-max-cost="$MAX_COST"' in record_run
+    assert "--sys1cal-record-mode=once" in record_run and '"--sys1cal-max-cost=$MAX_COST"' in record_run
     assert "--sys1cal-record-mode" not in " ".join(s.get("run", "") for s in replay["steps"])
 
 
 def test_other_models_read_their_own_key_and_server(tmp_path: Path) -> None:
     init(tmp_path, "--model", "systemone", "--version", "my-server-1")
     flow = workflow(tmp_path)
-    assert flow["env"] == {"MODEL": "systemone", "MODEL_VERSION": "my-server-1", "BASELINE_VERSION": ""}
-    assert flow["jobs"]["record"]["env"] == {
-        "VERSION": "${{ inputs.version }}",
-        "MAX_COST": "${{ inputs.max_cost }}",
+    assert flow["env"] == {"BASELINE_VERSION": "", "MAX_COST_CEILING": "20"}
+    record = flow["jobs"]["record"]
+    assert record["env"] == {"VERSION": "${{ inputs.version }}", "MAX_COST": "${{ inputs.max_cost }}"}
+    assert steps_named(record)["Record, then gate"]["env"] == {
         "SYS1CAL_API_KEY": "${{ secrets.SYS1CAL_API_KEY }}",
         "SYS1CAL_BASE_URL": "${{ vars.SYS1CAL_BASE_URL }}",
     }
@@ -262,13 +272,14 @@ def test_other_models_read_their_own_key_and_server(tmp_path: Path) -> None:
 CONTEXTS = {"inputs": {"version": "jev-1.14.0", "max_cost": "5"}, "secrets": {}, "vars": {}}
 
 
+def fill(value: Any, contexts: dict[str, dict[str, str]]) -> str:
+    """`value` with every ${{ context.name }} filled from `contexts`."""
+    return re.sub(r"\$\{\{\s*(\w+)\.(\w+)\s*\}\}", lambda m: contexts[m[1]].get(m[2], ""), str(value))
+
+
 def job_env(flow: dict[str, Any], job: str, contexts: dict[str, dict[str, str]]) -> dict[str, str]:
     """The environment GitHub gives a job's steps: the workflow's env, then the job's, with ${{ x.y }} filled."""
-
-    def fill(value: Any) -> str:
-        return re.sub(r"\$\{\{\s*(\w+)\.(\w+)\s*\}\}", lambda m: contexts[m[1]].get(m[2], ""), str(value))
-
-    return {key: fill(value) for key, value in {**flow["env"], **flow["jobs"][job].get("env", {})}.items()}
+    return {key: fill(value, contexts) for key, value in {**flow["env"], **flow["jobs"][job].get("env", {})}.items()}
 
 
 def pytest_argvs(script: str, env: dict[str, str], github_env: Path) -> list[list[str]]:
@@ -290,17 +301,21 @@ def github_env_values(github_env: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in github_env.read_text().splitlines() if line)
 
 
-def step_commands(flow: dict[str, Any], job: str, env: dict[str, str], tmp: Path) -> list[tuple[str, list[str]]]:
-    """(step name, argv) of every pytest call of a job, every step run (conditions aside), in order; steps that
-    only set $GITHUB_ENV for later ones run too."""
+def step_commands(
+    flow: dict[str, Any], job: str, env: dict[str, str], tmp: Path, contexts: dict[str, dict[str, str]] | None = None
+) -> list[tuple[str, list[str]]]:
+    """(step name, argv) of every pytest call of a job, every step run (conditions aside), in order, each in its
+    job's environment plus its own step's `env` (filled from `contexts`); steps that only set $GITHUB_ENV for
+    later ones run too."""
     github_env, out = tmp / f"github_env_{job}", []
     github_env.unlink(missing_ok=True)
     for step in flow["jobs"][job]["steps"]:
         run = step.get("run", "")
         if ("pytest " in run or "GITHUB_ENV" in run) and "pip install" not in run:
+            own = {key: fill(value, contexts or CONTEXTS) for key, value in (step.get("env") or {}).items()}
             out += [
                 (step["name"], argv)
-                for argv in pytest_argvs(step["run"], {**env, **github_env_values(github_env)}, github_env)
+                for argv in pytest_argvs(step["run"], {**env, **own, **github_env_values(github_env)}, github_env)
             ]
     return out
 
@@ -312,7 +327,10 @@ def check_workflow_commands(pytester: pytest.Pytester, flow: dict[str, Any], tmp
         for _name, argv in step_commands(flow, job, job_env(flow, job, CONTEXTS), tmp):
             assert argv[0] == "--sys1cal"
             config = pytester.parseconfig(*argv)  # raises pytest.UsageError on an unknown flag or a bad value
-            assert config.getoption("sys1cal_model") == "jev"
+            # The model and the version gated are the ini's (one place for local runs and CI); only a recording
+            # names the version it records.
+            assert config.getoption("sys1cal_model") is None
+            assert (config.getoption("sys1cal_model_version") is None) == (job == "replay")
             count += 1
     return count
 
@@ -330,7 +348,11 @@ def test_every_pytest_command_in_the_workflow_is_one_the_plugin_accepts(
         "sys1cal-report.json",
         "sys1cal-report.html",
     )
-    assert main.getoption("sys1cal_baseline") == "jev-1.13.0"  # set by the step before, via $GITHUB_ENV
+    assert main.getoption("sys1cal_markdown") == "sys1cal-comment.markdown"
+    assert main.getoption("sys1cal_baseline") is None  # BASELINE_VERSION is empty until there are two versions
+    flow["env"]["BASELINE_VERSION"] = "jev-1.13.0"  # what a user sets when gating a new version
+    compared = step_commands(flow, "replay", job_env(flow, "replay", CONTEXTS), tmp_path)[-1][1]
+    assert pytester.parseconfig(*compared).getoption("sys1cal_baseline") == "jev-1.13.0"
     record = step_commands(flow, "record", job_env(flow, "record", CONTEXTS), tmp_path)[-1][1]
     recorded = pytester.parseconfig(*record)
     assert (recorded.getoption("sys1cal_record_mode"), recorded.getoption("sys1cal_max_cost")) == ("once", 5.0)
@@ -361,50 +383,66 @@ def matplotlib_loaded() -> None:
 
 
 def run_steps(
-    pytester: pytest.Pytester, flow: dict[str, Any], job: str, env: dict[str, str], *extra: str
+    pytester: pytest.Pytester,
+    flow: dict[str, Any],
+    job: str,
+    contexts: dict[str, dict[str, str]],
+    *extra: str,
+    environ: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Run a job's pytest commands for real, as printed (plus `extra`), in the job's environment; the result of
-    each step."""
+    """Run a job's pytest commands for real, as printed (plus `extra`), in the environment GitHub gives each step
+    (the workflow's, the job's and the step's own env, filled from `contexts`, plus `environ`); the result of each
+    step."""
     results = {}
-    for name, argv in step_commands(flow, job, env, pytester.path):
+    env = {**job_env(flow, job, contexts), **(environ or {})}
+    steps = {step.get("name"): step for step in flow["jobs"][job]["steps"]}
+    for name, argv in step_commands(flow, job, env, pytester.path, contexts):
+        own = {key: fill(value, contexts) for key, value in (steps[name].get("env") or {}).items()}
         with pytest.MonkeyPatch.context() as patch:
-            for key, value in env.items():
+            for key, value in {**env, **own}.items():
                 patch.setenv(key, value)
             results[name] = pytester.runpytest(*argv, "-p", "no:cacheprovider", *extra)
     return results
 
 
+def add_ini_snippet(pytester: pytest.Pytester, version: str = "jev-1.13.0", *extra: str) -> None:
+    """The [tool.pytest.ini_options] snippet init prints (for `version`), added to pyproject.toml as a user does."""
+    snippet = ini_snippet(Project(model="jev", version=version, plugin_version=__version__))
+    pytester.makepyprojecttoml("\n".join([snippet.rstrip("\n"), *extra]) + "\n")
+
+
 @pytest.mark.usefixtures("matplotlib_loaded")
 def test_the_replay_job_runs_as_printed(pytester: pytest.Pytester) -> None:
     assert init(pytester.path).returncode == 0
+    add_ini_snippet(pytester)
     shutil.copytree(JEV, pytester.path / "cassettes" / "jev" / "jev-1.13.0")
     flow = workflow(pytester.path)
-    env = job_env(flow, "replay", CONTEXTS)
-    # MODEL_VERSION equals BASELINE_VERSION: the step naming the baseline is skipped (its `if`).
-    step = next(s for s in flow["jobs"]["replay"]["steps"] if s.get("name") == "Compare with the baseline version")
-    assert step["if"] == "env.BASELINE_VERSION != '' && env.BASELINE_VERSION != env.MODEL_VERSION"
-    flow["jobs"]["replay"]["steps"].remove(step)
-    result = run_steps(pytester, flow, "replay", env)["Replay and gate"]
+    result = run_steps(pytester, flow, "replay", CONTEXTS)["Replay and gate"]
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
-    for name in ("sys1cal-junit.xml", "sys1cal-report.json", "sys1cal-report.html"):
+    for name in ("sys1cal-junit.xml", "sys1cal-report.json", "sys1cal-report.html", "sys1cal-comment.markdown"):
         assert (pytester.path / name).is_file(), name
-    assert all(
-        g["verdict"] == "passed" for g in json.loads((pytester.path / "sys1cal-report.json").read_text())["gates"]
-    )
+    report = json.loads((pytester.path / "sys1cal-report.json").read_text())
+    assert report["model"]["version"] == "jev-1.13.0"  # read from the ini snippet: the one place that says it
+    assert all(g["verdict"] == "passed" for g in report["gates"]) and "comparison" not in report
+    comment = (pytester.path / "sys1cal-comment.markdown").read_text()
+    assert comment.startswith(f"{MARKER}\n### ✅ Sys1Cal calibration: jev jev-1.13.0 — every gate in force passed")
 
 
 @pytest.mark.usefixtures("matplotlib_loaded")
 def test_the_replay_job_runs_the_upgrade_gate_when_the_version_moved(pytester: pytest.Pytester) -> None:
     assert init(pytester.path).returncode == 0
+    add_ini_snippet(pytester, "jev-1.14.0")  # what a user edits once the new recording is committed ...
     shutil.copytree(JEV, pytester.path / "cassettes" / "jev" / "jev-1.13.0")
     degrade(JEV, pytester.path / "cassettes", "jev-1.14.0")
     flow = workflow(pytester.path)
-    flow["env"]["MODEL_VERSION"] = "jev-1.14.0"  # what a user edits once the new recording is committed
-    results = run_steps(pytester, flow, "replay", job_env(flow, "replay", CONTEXTS))
+    flow["env"]["BASELINE_VERSION"] = "jev-1.13.0"  # ... with the version it replaces, in the same pull request
+    results = run_steps(pytester, flow, "replay", CONTEXTS)
     moved = results["Replay and gate"]
     assert moved.ret == pytest.ExitCode.TESTS_FAILED
     gates = {g["name"]: g["verdict"] for g in json.loads((pytester.path / "sys1cal-report.json").read_text())["gates"]}
     assert gates["regression.noul.mean_ovl"] == "FAILED" and gates["noul.min_mean_ovl"] == "FAILED"
+    comment = (pytester.path / "sys1cal-comment.markdown").read_text()
+    assert comment.startswith(f"{MARKER}\n### ❌ Sys1Cal upgrade jev-1.13.0 → jev-1.14.0: FAILED\n")
 
 
 @pytest.mark.usefixtures("matplotlib_loaded")
@@ -413,14 +451,22 @@ def test_the_record_job_runs_as_printed_against_a_jev_wire_server(
 ) -> None:
     assert init(pytester.path).returncode == 0
     shutil.copytree(JEV, pytester.path / "cassettes" / "jev" / "jev-1.13.0")
-    pytester.makeini("[pytest]\nsys1cal_rate = 0\n")  # the commands are untouched; the mock needs no rate limit
+    add_ini_snippet(pytester, "jev-1.13.0", 'sys1cal_rate = "0"')  # the mock needs no rate limit
     monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | {"jev-1.14.0"})
     flow = workflow(pytester.path)
+    flow["env"]["BASELINE_VERSION"] = "jev-1.13.0"  # the version run today: the recording is compared with it
     with jevcompat.Running(jevcompat.MockConfig()) as mock:
         contexts = {**CONTEXTS, "secrets": {"TYPESAFE_API_KEY": "sk-test"}}
-        env = {**job_env(flow, "record", contexts), "TYPESAFE_BASE_URL": mock.url}
         # One family (35 renderings, 350 requests) rather than 3,650 requests: the commands are the same.
-        results = run_steps(pytester, flow, "record", env, "-k", "bayes and not sequential")
+        results = run_steps(
+            pytester,
+            flow,
+            "record",
+            contexts,
+            "-k",
+            "bayes and not sequential",
+            environ={"TYPESAFE_BASE_URL": mock.url},
+        )
     recorded = results["Record, then gate"]
     recorded.stdout.fnmatch_lines(["*recording 35 of 35 renderings*", "Upgrade comparison against the baseline*"])
     # The mock's answers are not probabilities of anything: the upgrade gate fails, the cassettes are there to upload.
@@ -431,7 +477,6 @@ def test_the_record_job_runs_as_printed_against_a_jev_wire_server(
     for name in ("sys1cal-junit.xml", "sys1cal-report.json", "sys1cal-report.html"):
         assert (pytester.path / name).is_file(), name
     upload = next(s for s in flow["jobs"]["record"]["steps"] if s.get("name") == "Upload the cassettes")
-    assert upload["with"]["path"].replace("${{ env.MODEL }}", "jev").replace("${{ inputs.version }}", "jev-1.14.0") == (
-        "cassettes/jev/jev-1.14.0/"
-    )
+    pattern = upload["with"]["path"].replace("${{ env.VERSION }}", "jev-1.14.0")
+    assert [p.relative_to(pytester.path) for p in pytester.path.glob(pattern)] == [Path("cassettes/jev/jev-1.14.0")]
     assert "sk-test" not in "".join(p.read_text() for p in folder.rglob("*.json"))

@@ -9,11 +9,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.degraded import degrade
+from tests.degraded import degrade, improve
 
 REPO = Path(__file__).resolve().parent.parent
 JEV = REPO / "cassettes" / "jev" / "jev-1.13.0"
 OLD, NEW = "jev-1.13.0", "jev-1.14.0"
+BETTER = "jev-1.13.1"  # the improved copy (better_version)
 
 
 def two_versions(root: Path) -> Path:
@@ -21,6 +22,15 @@ def two_versions(root: Path) -> Path:
     shutil.copytree(JEV, root / "jev" / OLD)
     degrade(JEV, root, NEW)
     return root
+
+
+def better_version(root: Path, share: float = 0.1) -> Path:
+    """`root`/jev/jev-1.13.1: the bundled jev-1.13.0 with every answer moved `share` of the way to p* (a
+    better model on every primitive); returns its folder."""
+    from pytest_sys1cal.dataset import load_dataset
+
+    p_star = {r.short_id: r.p_star for r in load_dataset("sys1cal-v1").renderings}
+    return improve(JEV, root, BETTER, share, p_star)
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -7,11 +7,24 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, model_section, preamble, shipped_thresholds
+from ..bundled import REFERENCE_MODEL, model_section, preamble, shipped_thresholds
+from ..report.pr_comment import MARKER
 
 WORKFLOW = ".github/workflows/sys1cal.yml"
-# Reports each CI run writes, uploaded as artifacts (the job summary links the HTML one).
+# Reports each CI run writes, uploaded as artifacts (the job summary links the HTML one; the comment job posts
+# the Markdown one on the pull request).
 JUNIT, REPORT, HTML = "sys1cal-junit.xml", "sys1cal-report.json", "sys1cal-report.html"
+COMMENT = "sys1cal-comment.markdown"
+MAX_COST_CEILING = 20  # dollars: the workflow refuses a larger max_cost input
+# The step that stops a job whose project has not set the gated version (the ini snippet init prints): without
+# it `pytest --sys1cal` would replay the bundled jev reference and gate nothing of the project's.
+CHECK_INI = """\
+      - name: Check that the project names the version it gates
+        run: |
+          if ! grep -Eqs '^[[:space:]]*sys1cal_model_version[[:space:]]*=' pyproject.toml pytest.ini tox.ini setup.cfg; then
+            echo "::error::no sys1cal_model_version in pyproject.toml, pytest.ini, tox.ini or setup.cfg: add the snippet that init printed"
+            exit 1
+          fi"""
 
 
 @dataclass(frozen=True)
@@ -83,21 +96,21 @@ def no_gates_yet(model: str, version: str) -> str:
 
 
 def workflow(project: Project) -> str:
-    """The GitHub Actions workflow, with the project's model, version and secrets filled in."""
-    record_env = [f"      {project.key_env}: ${{{{ secrets.{project.key_env} }}}}"] if project.key_env else []
+    """The GitHub Actions workflow, with the project's secrets and example version filled in (the model and the
+    version gated are the ini snippet's, ini_snippet; no baseline until the project has a second version)."""
+    record_env = [f"          {project.key_env}: ${{{{ secrets.{project.key_env} }}}}"] if project.key_env else []
     if project.local_server and project.base_url_env:
         record_env += [
-            f"      # {project.model}'s default server is on the local machine: set the repository variable",
-            f"      # {project.base_url_env} to the origin of the server to record from.",
-            f"      {project.base_url_env}: ${{{{ vars.{project.base_url_env} }}}}",
+            f"          # {project.model}'s default server is on the local machine: set the repository variable",
+            f"          # {project.base_url_env} to the origin of the server to record from.",
+            f"          {project.base_url_env}: ${{{{ vars.{project.base_url_env} }}}}",
         ]
-    baseline = REFERENCE_VERSION if project.is_reference else ""
+    env = ["        env:", *record_env] if record_env else []
     return (
-        WORKFLOW_TEMPLATE.replace("@MODEL@", json.dumps(project.model))
-        .replace("@VERSION@", json.dumps(project.version))
-        .replace("@BASELINE@", json.dumps(baseline))
+        WORKFLOW_TEMPLATE.replace("@BASELINE@", json.dumps(""))
+        .replace("@CEILING@", str(MAX_COST_CEILING))
         .replace("@PLUGIN@", project.plugin_version)
-        .replace("@RECORD_ENV@\n", "".join(line + "\n" for line in record_env))
+        .replace("@RECORD_ENV@\n", "".join(line + "\n" for line in env))
         .replace("@EXAMPLE@", "jev-1.14.0" if project.is_reference else f"{project.model}-2")
     )
 
@@ -129,7 +142,8 @@ def next_steps(project: Project) -> list[str]:
             "pytest --sys1cal    replays the bundled reference offline and gates it (no key, no network)",
             f"commit thresholds.yaml, {WORKFLOW} and .gitattributes: CI replays on every push and pull request",
             secret,
-            f"{dispatch}, then set MODEL_VERSION in {WORKFLOW} to gate it",
+            f"{dispatch}, then, in one pull request, set sys1cal_model_version to it in pyproject.toml and "
+            f"BASELINE_VERSION in {WORKFLOW} to the version it replaces: the pull request shows the upgrade verdict",
             f"gates for that version, from its {REPORT} (in the record job's sys1cal-reports artifact), written "
             f"into thresholds.yaml in place (the change printed as a diff): "
             f"python -m pytest_sys1cal thresholds {REPORT} --version --update",
@@ -174,22 +188,26 @@ WORKFLOW_TEMPLATE = (
     """\
 # pytest-sys1cal (written by `python -m pytest_sys1cal init`): replay the committed cassettes offline on every
 # push and pull request and gate them against thresholds.yaml; record a new model version only when asked
-# (Actions → sys1cal → Run workflow), with the API key from the repository's secrets and a dollar cap.
+# (Actions → sys1cal → Run workflow), behind the GitHub environment sys1cal-record, with a dollar cap.
+# The model and the version gated are read from [tool.pytest.ini_options] (sys1cal_model, sys1cal_model_version;
+# the snippet init printed): the one place that says it, for local runs and CI alike.
 # Every run appends its gates and tables to the job summary and uploads its reports as artifacts.
 # What each part is for: docs/setup.md of pytest-sys1cal.
 name: sys1cal
 
 on:
+  # Every push and every pull request. To replay a pull request's branch once rather than twice, limit push
+  # to your default branch (push: branches: [main]).
   push:
   pull_request:
   workflow_dispatch:
     inputs:
       version:
-        description: "Model version to record into a new cassette folder (e.g. @EXAMPLE@)"
+        description: "Model version to record into a new cassette folder (a plain name, e.g. @EXAMPLE@)"
         required: true
         type: string
       max_cost:
-        description: "Dollar cap: the recording refuses to start, or stops, before spending more"
+        description: "Dollar cap: the recording refuses to start, or stops, before spending more (at most MAX_COST_CEILING)"
         required: true
         default: "5"
         type: string
@@ -202,81 +220,161 @@ defaults:
     shell: bash
 
 env:
-  MODEL: @MODEL@
-  # The version the replay gates: change it once a new recording's cassettes are committed.
-  MODEL_VERSION: @VERSION@
-  # The version new recordings (and MODEL_VERSION, when it differs) are compared with by the upgrade gate
-  # (--sys1cal-baseline); its cassettes must be committed too (or be the bundled reference). Empty: none.
+  # The version the upgrade gate compares the gated version with (--sys1cal-baseline): the one you run today.
+  # Its cassettes must be committed too (or be the bundled reference jev-1.13.0); it must differ from
+  # sys1cal_model_version. Empty: no upgrade gate. When you adopt a new version, change both in one pull request.
   BASELINE_VERSION: @BASELINE@
+  # The largest max_cost a recording may be given, in dollars: a larger one is refused before anything runs.
+  MAX_COST_CEILING: "@CEILING@"
 
 jobs:
   replay:
     if: github.event_name != 'workflow_dispatch'
     runs-on: ubuntu-latest
+    # A newer push to the same branch (or pull request) cancels the replay still running for the older one.
+    concurrency:
+      group: sys1cal-replay-${{ github.event_name }}-${{ github.event.pull_request.number || github.ref }}
+      cancel-in-progress: true
     steps:
-      - uses: actions/checkout@v4
-      - uses: actions/setup-python@v5
+      - uses: actions/checkout@v5
+        with:
+          persist-credentials: false
+      - uses: actions/setup-python@v6
         with:
           python-version: "3.12"
+          cache: pip
+          # Keyed on this file, which pins the plugin's version: a new pin starts a new cache.
+          cache-dependency-path: .github/workflows/sys1cal.yml
       # Pinned: another plugin version may compute the tables differently; upgrade on purpose.
       - name: Install pytest-sys1cal
         run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
-      # The baseline version is replayed offline inside the same run (--sys1cal-baseline=VERSION).
-      - name: Compare with the baseline version
-        if: env.BASELINE_VERSION != '' && env.BASELINE_VERSION != env.MODEL_VERSION
-        run: echo "BASELINE_OPTION=--sys1cal-baseline=$BASELINE_VERSION" >> "$GITHUB_ENV"
+      # If your root conftest.py imports your own package, install it too (uncomment):
+      # - name: Install this project
+      #   run: python -m pip install -e .
+@CHECK_INI@
+      # The baseline version, when set, is replayed offline inside the same run (--sys1cal-baseline=VERSION).
       - name: Replay and gate
         run: |
-          pytest --sys1cal --sys1cal-model="$MODEL" --sys1cal-model-version="$MODEL_VERSION" $BASELINE_OPTION --junitxml=@JUNIT@ --sys1cal-report=@REPORT@ --sys1cal-html=@HTML@
+          args=(--sys1cal --junitxml=@JUNIT@ --sys1cal-report=@REPORT@ --sys1cal-html=@HTML@ --sys1cal-markdown=@COMMENT@)
+          if [[ -n "$BASELINE_VERSION" ]]; then
+            args+=("--sys1cal-baseline=$BASELINE_VERSION")
+          fi
+          pytest "${args[@]}"
       - name: Upload the reports
-        if: always()
-        uses: actions/upload-artifact@v4
+        if: ${{ !cancelled() }}
+        uses: actions/upload-artifact@v6
         with:
           name: sys1cal-reports
           path: |
             @JUNIT@
             @REPORT@
             @HTML@
+            @COMMENT@
           if-no-files-found: ignore
+
+  # Opt in: set the repository variable SYS1CAL_PR_COMMENT to true (Settings → Secrets and variables → Actions →
+  # Variables) and every pull request gets one comment with the verdict, edited in place on each push. Only this
+  # job may write, and only to pull requests; a pull request from a fork gets none (its token cannot write).
+  comment:
+    needs: replay
+    if: ${{ !cancelled() && github.event_name == 'pull_request' && vars.SYS1CAL_PR_COMMENT == 'true' && github.event.pull_request.head.repo.full_name == github.repository }}
+    runs-on: ubuntu-latest
+    permissions:
+      pull-requests: write
+    concurrency:
+      group: sys1cal-comment-${{ github.event.pull_request.number }}
+      cancel-in-progress: true
+    steps:
+      - uses: actions/download-artifact@v7
+        with:
+          name: sys1cal-reports
+      - name: Post the verdict, or update the comment posted before
+        env:
+          GH_TOKEN: ${{ github.token }}
+          REPOSITORY: ${{ github.repository }}
+          PULL_REQUEST: ${{ github.event.pull_request.number }}
+          MARKER: "@MARKER@"
+        run: |
+          if [[ ! -s @COMMENT@ ]]; then
+            echo "::warning::the replay wrote no @COMMENT@, so there is no verdict to post"
+            exit 0
+          fi
+          # The earlier comment is the one this job wrote (github-actions[bot]) that starts with the hidden marker.
+          previous=$(gh api --paginate "repos/$REPOSITORY/issues/$PULL_REQUEST/comments" \\
+            --jq '.[] | select(.user.login == "github-actions[bot]" and (.body | startswith(env.MARKER))) | .id' | sed -n 1p)
+          if [[ -n "$previous" ]]; then
+            gh api --method PATCH "repos/$REPOSITORY/issues/comments/$previous" -F body=@@COMMENT@ > /dev/null
+          else
+            gh api --method POST "repos/$REPOSITORY/issues/$PULL_REQUEST/comments" -F body=@@COMMENT@ > /dev/null
+          fi
 
   record:
     if: github.event_name == 'workflow_dispatch'
     runs-on: ubuntu-latest
+    # Settings → Environments → sys1cal-record: add required reviewers to approve each recording before it runs,
+    # and keep the API key as that environment's secret, where no other job can read it.
+    environment: sys1cal-record
     # One recording of a version at a time: a second one would pay for the same requests.
     concurrency:
       group: sys1cal-record-${{ inputs.version }}
     env:
       VERSION: ${{ inputs.version }}
       MAX_COST: ${{ inputs.max_cost }}
-@RECORD_ENV@
     steps:
-      - uses: actions/checkout@v4
-      - uses: actions/setup-python@v5
+      # The inputs are checked before they are used: the version must be a plain name (it names a folder), the
+      # cap a number of dollars no larger than MAX_COST_CEILING.
+      - name: Check the inputs
+        id: inputs
+        run: |
+          if [[ ! "$VERSION" =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$ ]]; then
+            echo "::error::the version input must be a plain name: letters, digits, '.', '_' and '-', starting with a letter or digit"
+            exit 1
+          fi
+          if [[ ! "$MAX_COST" =~ ^[0-9]+([.][0-9]+)?$ ]]; then
+            echo "::error::the max_cost input must be a number of dollars, such as 5 or 2.50"
+            exit 1
+          fi
+          if ! awk -v cost="$MAX_COST" -v ceiling="$MAX_COST_CEILING" 'BEGIN { exit !(cost + 0 <= ceiling + 0) }'; then
+            echo "::error::max_cost $MAX_COST is above MAX_COST_CEILING ($MAX_COST_CEILING dollars), set in the workflow"
+            exit 1
+          fi
+      - uses: actions/checkout@v5
+        with:
+          persist-credentials: false
+      - uses: actions/setup-python@v6
         with:
           python-version: "3.12"
+          cache: pip
+          cache-dependency-path: .github/workflows/sys1cal.yml
       - name: Install pytest-sys1cal
         run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
-      - name: Compare with the baseline version
-        if: env.BASELINE_VERSION != '' && env.BASELINE_VERSION != inputs.version
-        run: echo "BASELINE_OPTION=--sys1cal-baseline=$BASELINE_VERSION" >> "$GITHUB_ENV"
+      # If your root conftest.py imports your own package, install it too (uncomment):
+      # - name: Install this project
+      #   run: python -m pip install -e .
+@CHECK_INI@
       # Records what has no cassette yet (an interrupted recording resumes where it stopped), then analyses
-      # and gates the new version like a replay.
+      # and gates the new version like a replay. The key is given to this step alone.
       - name: Record, then gate
+@RECORD_ENV@
         run: |
-          pytest --sys1cal --sys1cal-model="$MODEL" --sys1cal-model-version="$VERSION" --sys1cal-record-mode=once --sys1cal-max-cost="$MAX_COST" $BASELINE_OPTION --junitxml=@JUNIT@ --sys1cal-report=@REPORT@ --sys1cal-html=@HTML@
+          args=(--sys1cal "--sys1cal-model-version=$VERSION" --sys1cal-record-mode=once "--sys1cal-max-cost=$MAX_COST" --junitxml=@JUNIT@ --sys1cal-report=@REPORT@ --sys1cal-html=@HTML@)
+          if [[ -n "$BASELINE_VERSION" && "$BASELINE_VERSION" != "$VERSION" ]]; then
+            args+=("--sys1cal-baseline=$BASELINE_VERSION")
+          fi
+          pytest "${args[@]}"
       # The cassettes are uploaded, not committed: review them, unzip them into cassettes/<model>/<version>/
       # and commit them yourself (this job needs no write access). Uploaded even when a gate failed: they
       # were paid for. Artifacts expire (90 days by default).
       - name: Upload the cassettes
-        if: always()
-        uses: actions/upload-artifact@v4
+        if: ${{ !cancelled() && steps.inputs.outcome == 'success' }}
+        uses: actions/upload-artifact@v6
         with:
-          name: sys1cal-cassettes-${{ inputs.version }}
-          path: cassettes/${{ env.MODEL }}/${{ inputs.version }}/
+          name: sys1cal-cassettes-${{ env.VERSION }}
+          path: cassettes/*/${{ env.VERSION }}/
           if-no-files-found: warn
       - name: Upload the reports
-        if: always()
-        uses: actions/upload-artifact@v4
+        if: ${{ !cancelled() && steps.inputs.outcome == 'success' }}
+        uses: actions/upload-artifact@v6
         with:
           name: sys1cal-reports
           path: |
@@ -287,4 +385,7 @@ jobs:
 """.replace("@JUNIT@", JUNIT)
     .replace("@REPORT@", REPORT)
     .replace("@HTML@", HTML)
+    .replace("@COMMENT@", COMMENT)
+    .replace("@MARKER@", MARKER)
+    .replace("@CHECK_INI@", CHECK_INI)
 )

@@ -66,6 +66,22 @@ def family_deltas(result: ReportDocument) -> dict[str, dict[str, Any]]:
     return out
 
 
+def overall_deltas(result: ReportDocument) -> dict[str, dict[str, Any]]:
+    """Primitive → the whole dataset's Δ̂ as the upgrade gate read it: ``n``, ``difference`` and ``ci``, the
+    gate's one-sided lower and upper bounds (each at its Holm level): the row the verdicts read."""
+    out: dict[str, dict[str, Any]] = {}
+    for gate in result.get("gates") or []:
+        details = gate.get("details") or {}
+        if gate.get("name", "").startswith("regression.") and details.get("difference") is not None:
+            bounds = [details.get("lower"), details.get("upper")]
+            out[gate["name"].split(".")[1]] = {
+                "n": details.get("n"),
+                "difference": details["difference"],
+                "ci": bounds if None not in bounds else None,
+            }
+    return out
+
+
 def _delta(cell: Mapping[str, Any] | None) -> str:
     if cell is None:
         return "—"
@@ -86,6 +102,10 @@ def family_delta_table(result: ReportDocument) -> Table | None:
     for family in families:
         n = next(cells[family]["n"] for cells in deltas.values() if family in cells)
         rows.append([family, str(n)] + [_delta(deltas[p].get(family)) for p in prims])
+    overall = overall_deltas(result)
+    if overall:
+        n = next(iter(overall.values()))["n"]
+        rows.append(["all (the gate's Δ)", str(n)] + [_delta(overall.get(p)) for p in prims])
     moved = sorted(
         ((cell["difference"], p, family, cell) for p, cells in deltas.items() for family, cell in cells.items()),
         key=lambda entry: (-abs(entry[0]), entry[1], entry[2]),
@@ -98,6 +118,11 @@ def family_delta_table(result: ReportDocument) -> Table | None:
         f"Paired renderings of each family; {level:.0%} percentile intervals from the upgrade gate's latent-problem "
         "bootstrap, one per cell and not corrected for their number. Descriptive: the verdicts above decide.",
     ]
+    if overall:
+        notes.append(
+            "all: the whole dataset's Δ, which the verdicts read, between the gate's one-sided lower and upper bounds "
+            "(each at its Holm level)."
+        )
     return Table(
         title="Upgrade comparison by family: Δ mean OVL, new − baseline",
         columns=["family", "n", *(f"{LABELS.get(p, p)} Δ [{level:.0%}]" for p in prims)],

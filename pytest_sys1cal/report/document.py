@@ -202,6 +202,81 @@ class Interrupted(TypedDict):
     measured: int
 
 
+class ComparedSide(TypedDict):
+    """One side of the upgrade comparison: the model, its version and its cassettes' source."""
+
+    model: str
+    version: str
+    source: str | None
+
+
+class BaselineSide(ComparedSide):
+    """The baseline side, and where it came from: ``origin`` is "version folder" (another recorded version,
+    replayed offline in the run), "saved report" (a JSON report) or "bundled reference" (the bundled jev-1.13.0
+    cassettes); ``location`` the folder or file as the user would type it (relative to where pytest ran when
+    inside it)."""
+
+    origin: str
+    location: str
+
+
+class PrimitiveComparison(TypedDict, total=False):
+    """The upgrade gate's row of one primitive, the numbers a reviewer reads: Δ̂ with its one-sided bounds (at
+    their Holm levels) and the margins it was held to (``reason`` when it was not compared)."""
+
+    verdict: str
+    n: int
+    baseline: float | None
+    new: float | None
+    difference: float | None
+    lower: float
+    lower_level: float
+    upper: float
+    upper_level: float
+    margin: float
+    fail_margin: float
+    tolerated: bool
+    reason: str
+
+
+class AbsoluteGates(TypedDict):
+    """The thresholds.yaml gates beside the upgrade verdict: how many, their verdicts, the run's line for them."""
+
+    total: int
+    verdicts: dict[str, int]
+    outcome: str
+    line: str
+
+
+class MovedRendering(TypedDict):
+    """One paired rendering: both answers per primitive, D_i = OVL new − OVL baseline, the node id that re-runs it."""
+
+    instance_id: str
+    family: str | None
+    representation: str | None
+    p_star: float
+    node_id: str | None
+    baseline: dict[str, float | None]
+    new: dict[str, float | None]
+    d: dict[str, float | None]
+    worst: float | None
+    worst_primitive: str | None
+
+
+class Comparison(TypedDict):
+    """The top-level ``comparison`` block: present only when a baseline was in force (gates/upgrade.py)."""
+
+    headline: str
+    summary: str
+    verdict: str
+    baseline: BaselineSide
+    candidate: ComparedSide
+    paired: int
+    primitives: dict[str, PrimitiveComparison]
+    absolute_gates: AbsoluteGates
+    renderings: list[MovedRendering]
+
+
 class ReportDocument(TypedDict):
     schema: str
     generator: str
@@ -226,6 +301,7 @@ class ReportDocument(TypedDict):
     notices: list[str]
     items: list[Item]
     interrupted: NotRequired[Interrupted]
+    comparison: NotRequired[Comparison]
 
 
 def report_document(

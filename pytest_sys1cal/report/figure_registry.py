@@ -16,6 +16,10 @@ from .figures import (
     transfer,
 )
 from .figures_groups import family_delta, option_swap, ovl_by_group, readout_margins
+from .figures_upgrade import paired_differences
+
+# Drawn in the page's upgrade section, under the verdict, when the report has a comparison block.
+UPGRADE_FIGURES = ("paired-d", "family-delta")
 
 SPECS = [
     Spec(
@@ -75,10 +79,19 @@ SPECS = [
         readout_margins,
     ),
     Spec(
+        "paired-d",
+        "Paired differences per rendering",
+        "Per compared primitive, the histogram of D = OVL new − OVL baseline over the paired renderings (the middle "
+        "bin is centred on 0), with Δ̂ (their mean, which the gate tests) and the margins −δ and −δ₀: a broad shift "
+        "moves the whole histogram, a few bad items leave the bulk at 0 and a tail to the left.",
+        paired_differences,
+    ),
+    Spec(
         "family-delta",
         "Upgrade comparison by family",
         "Δ mean OVL (new − baseline) on each family's paired renderings with its 95% interval from the upgrade gate's "
-        "bootstrap; left of 0 is worse, the dashed red line is the gate's margin. Descriptive: the gate decides.",
+        "bootstrap, and on top the whole dataset's Δ between the gate's one-sided bounds, the row the verdicts read; "
+        "left of 0 is worse, the dashed red line is the gate's margin −δ. Descriptive per family: the gate decides.",
         family_delta,
     ),
 ]

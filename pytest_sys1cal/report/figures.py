@@ -140,9 +140,17 @@ def transfer(inputs: Inputs) -> Figure | None:
         ax.scatter(*inputs.data.asked(prim), s=9, color=COLORS[prim], alpha=0.6, linewidths=0, label="this run")
         unit_axes(ax, "exact p*", AXIS_LABEL[prim])
         title(ax, LABELS[prim], text)
-        if inputs.base is not None:
-            ax.legend(loc="lower right", markerscale=1.5)
+    legend_above(figure, inputs, markerscale=1.5)
     return figure
+
+
+def legend_above(figure: Figure, inputs: Inputs, **kwargs: Any) -> None:
+    """With a baseline, the "baseline / this run" legend once, above the panels: off the data."""
+    if inputs.base is None:
+        return
+    handles, labels = figure.axes[0].get_legend_handles_labels()
+    if handles:
+        figure.legend(handles, labels, loc="outside upper center", ncol=len(handles), frameon=False, **kwargs)
 
 
 def _reliability_series(ax: Axes, bars: Axes, p_star: np.ndarray, answer: np.ndarray, color: str, label: str) -> None:
@@ -173,11 +181,10 @@ def reliability_diagram(inputs: Inputs) -> Figure | None:
         ax.set_aspect("auto")
         ax.tick_params(labelbottom=False)
         title(ax, LABELS[prim], text)
-        if inputs.base is not None:
-            ax.legend(loc="lower right")
         bars.set_xlabel(f"{AXIS_LABEL[prim]}, binned")
         bars.set_ylabel("renderings")
         bars.grid(axis="x", visible=False)
+    legend_above(figure, inputs)
     return figure
 
 

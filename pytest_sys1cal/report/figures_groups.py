@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from ..analysis.readout import logit
 from ..vocabulary import LABELS
-from .breakdown_tables import family_deltas
+from .breakdown_tables import family_deltas, overall_deltas
 from .figures import (
     AXIS_LABEL,
     COLORS,
@@ -79,14 +79,27 @@ def option_swap(inputs: Inputs) -> Figure | None:
         f"mean shift {swap['mean_shift']:+.3f}, first-position rate {'—' if rate is None else f'{rate:.3f}'}",
     )
     shift = plain[both] - swapped[both]
-    hist.hist(shift, bins=np.linspace(-1, 1, 41), color=COLORS["choice"], alpha=0.8)
+    # Bins centred on 0 (the middle one is [−0.025, 0.025)): an exact-zero shift is drawn as zero, not as a
+    # positive one; how many are exactly 0 is said in the title.
+    hist.hist(shift, bins=centred_bins(1.0, 20), color=COLORS["choice"], alpha=0.8)
     hist.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
-    hist.axvline(float(shift.mean()), color="black", linewidth=1.2, label=f"mean {shift.mean():+.3f}")
+    hist.axvline(float(shift.mean()), color="black", linewidth=1.2)
     hist.set_xlabel("shift: P(True | True second) − P(True | True first)")
     hist.set_ylabel("renderings")
-    title(hist, "Shift per rendering", f"{int(both.sum())} renderings asked in both orders")
-    hist.legend(loc="upper left")
+    zero = int(np.sum(shift == 0))
+    title(
+        hist,
+        "Shift per rendering",
+        f"{int(both.sum())} renderings asked in both orders, {zero} with shift exactly 0",
+        f"mean shift {shift.mean():+.3f} (solid line)",
+    )
     return figure
+
+
+def centred_bins(limit: float, per_side: int) -> np.ndarray:
+    """Histogram edges from −limit to +limit whose middle bin is centred on 0 (width limit/per_side)."""
+    width = limit / per_side
+    return (np.arange(-per_side, per_side + 2) - 0.5) * width
 
 
 def _margin_panel(ax: Any, inputs: Inputs, prim: str) -> None:
@@ -130,22 +143,32 @@ def family_delta(inputs: Inputs) -> Figure | None:
     deltas = family_deltas(inputs.report)
     if not deltas:
         return None
-    families = sorted({family for cells in deltas.values() for family in cells})[::-1]
-    figure = new_figure(7.5, 1.0 + 0.45 * len(families))
+    overall = overall_deltas(inputs.report)
+    # Top to bottom: the whole dataset's Δ (the row the verdicts read), then the families by name.
+    rows = ([OVERALL] if overall else []) + sorted({family for cells in deltas.values() for family in cells})
+    rows = rows[::-1]
+    figure = new_figure(7.5, 1.2 + 0.45 * len(rows))
     ax = figure.subplots()
-    y = np.arange(len(families))
+    labelled: set[str] = set()
     for k, (prim, cells) in enumerate(deltas.items()):
         offset = ((len(deltas) - 1) / 2 - k) * 0.22  # the first primitive on top
-        for row, family in enumerate(families):
-            cell = cells.get(family)
+        for row, name in enumerate(rows):
+            cell = overall.get(prim) if name == OVERALL else cells.get(name)
             if cell is None:
                 continue
             low, high = cell["ci"] or (cell["difference"], cell["difference"])
-            ax.plot([low, high], [row + offset] * 2, color=COLORS[prim], linewidth=1.6)
-            label = LABELS[prim] if row == 0 else None
+            ax.plot([low, high], [row + offset] * 2, color=COLORS[prim], linewidth=2.4 if name == OVERALL else 1.6)
             ax.scatter(
-                [cell["difference"]], [row + offset], marker=MARKERS[prim], s=26, color=COLORS[prim], label=label
+                [cell["difference"]],
+                [row + offset],
+                marker=MARKERS[prim],
+                s=40 if name == OVERALL else 26,
+                color=COLORS[prim],
+                label=None if prim in labelled else LABELS[prim],
             )
+            labelled.add(prim)
+    if overall:
+        ax.axhline(len(rows) - 1.5, color="#999999", linewidth=0.8)
     ax.axvline(0, color="#444444", linewidth=0.8)
     margins = {
         limit
@@ -155,8 +178,11 @@ def family_delta(inputs: Inputs) -> Figure | None:
     for k, margin in enumerate(sorted(margins)):
         label = "gate margin −δ" if k == 0 else None
         ax.axvline(margin, color="#b2182b", linewidth=0.9, linestyle="--", label=label)
-    ax.set_yticks(y, families)
+    ax.set_yticks(np.arange(len(rows)), [f"{name}: the gate's Δ" if name == OVERALL else name for name in rows])
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel("Δ mean OVL, new − baseline (95% latent-problem bootstrap interval)")
+    ax.set_xlabel("Δ mean OVL, new − baseline (families: 95% interval; all: the gate's one-sided bounds)")
     ax.legend(loc="lower left", bbox_to_anchor=(1.0, 0.0))
     return figure
+
+
+OVERALL = "all"

@@ -41,7 +41,7 @@ def gate_table(result: ReportDocument) -> Table | None:
     gates = result.get("gates") or []
     if not gates:
         return None
-    rows = [[g["name"], _value(g.get("observed")), _value(g.get("limit")), g["verdict"]] for g in gates]
+    rows = [[g["name"], *_observed_and_limit(g), g["verdict"]] for g in gates]
     counts = {v: sum(g["verdict"] == v for g in gates) for v in dict.fromkeys(g["verdict"] for g in gates)}
     notes = [", ".join(f"{n} {verdict}" for verdict, n in counts.items())]
     # One note per distinct reason a gate was not decided (a -k subset would repeat one reason 21 times).
@@ -54,27 +54,49 @@ def gate_table(result: ReportDocument) -> Table | None:
     return Table(title="Gates", columns=["gate", "observed", "limit", "verdict"], rows=rows, notes=notes)
 
 
+def _observed_and_limit(gate: GateJSON) -> list[str]:
+    """A gate row's observed value and limit; a test's p-value (the λ gates) says that it is one, and its limit
+    the level it is held to."""
+    observed, limit = _value(gate.get("observed")), _value(gate.get("limit"))
+    if str(gate.get("metric", "")).endswith("p_value"):
+        return [f"p = {observed}" if gate.get("observed") is not None else observed, f"α = {limit}"]
+    return [observed, limit]
+
+
 def comparison_table(result: ReportDocument) -> Table | None:
-    """The upgrade comparison: baseline and new side by side, for each regression gate."""
+    """The upgrade comparison: baseline and new side by side, for each regression gate, with the one-sided
+    bounds that decided it and both margins (fails below −δ₀, passes only above the limit −δ)."""
     rows = [g for g in result.get("gates") or [] if "baseline" in g and "new" in g]
     if not rows:
         return None
+    from .upgrade_text import baseline_line, sentence
+
+    comparison = result.get("comparison")
+    named = [f"{sentence(baseline_line(comparison))}."] if comparison else []
     return Table(
         title="Upgrade comparison against the baseline report (paired by rendering)",
-        columns=["metric", "baseline", "new", "Δ", "limit", "verdict"],
-        rows=[
-            [
-                g.get("details", {}).get("label", g["name"]),
-                _value(g["baseline"]),
-                _value(g["new"]),
-                "—" if g.get("observed") is None else f"{g['observed']:+.4f}",
-                _value(g.get("limit")),
-                g["verdict"],
-            ]
-            for g in rows
-        ],
-        notes=[*_margin_notes(rows), *(g["explanation"] for g in rows if g.get("explanation"))],
+        columns=["metric", "baseline", "new", "Δ", "lower bound", "upper bound", "fails below", "limit", "verdict"],
+        rows=[_comparison_row(g) for g in rows],
+        notes=[*named, *_margin_notes(rows), *(g["explanation"] for g in rows if g.get("explanation"))],
     )
+
+
+def _comparison_row(gate: GateJSON) -> list[str]:
+    from .upgrade_text import bound
+
+    details = gate.get("details") or {}
+    fail = details.get("fail_margin")
+    return [
+        details.get("label", gate["name"]),
+        _value(gate["baseline"]),
+        _value(gate["new"]),
+        "—" if gate.get("observed") is None else f"{gate['observed']:+.4f}",
+        bound(details.get("lower"), details.get("lower_level")),
+        bound(details.get("upper"), details.get("upper_level")),
+        "—" if fail is None else f"{-fail:+.4f}",
+        _value(gate.get("limit")),
+        gate["verdict"],
+    ]
 
 
 def _margin_notes(rows: Sequence[GateJSON]) -> list[str]:

@@ -86,7 +86,8 @@ def canonical(report: ReportDocument) -> ReportDocument:
 
 
 def render_html(report: ReportDocument, baseline: ReportDocument | None = None) -> str:
-    from .figure_registry import render_figures
+    from .figure_registry import UPGRADE_FIGURES, render_figures
+    from .html_upgrade import STYLE as UPGRADE_STYLE
     from .paper_tables import build_tables
 
     report = canonical(report)
@@ -95,13 +96,22 @@ def render_html(report: ReportDocument, baseline: ReportDocument | None = None) 
     tables = build_tables(report)
     model = report["model"]
     title = f"Sys1Cal calibration: {model['name']} {model['version']}"
-    nav = [("gates", "Gates"), *((f"fig-{f.key}", f.title) for f in figures), ("tables", "Tables")]
+    upgrade = "comparison" in report  # with a baseline in force: the upgrade section comes first
+    held = [f for f in figures if upgrade and f.key in UPGRADE_FIGURES]
+    figures = [f for f in figures if f not in held]
+    nav = [
+        *([("upgrade", "Upgrade comparison"), ("renderings", "Every paired rendering")] if upgrade else []),
+        ("gates", "Gates"),
+        *((f"fig-{f.key}", f.title) for f in figures),
+        ("tables", "Tables"),
+    ]
     return page(
         title,
         [
             *_header(report, baseline, title),
             "<nav><ul>" + "".join(f'<li><a href="#{key}">{escape(text)}</a></li>' for key, text in nav) + "</ul></nav>",
-            *_gates(report),
+            *(_upgrade(report, held) if upgrade else []),
+            *_gates(report, with_comparison=not upgrade),
             '<section id="figures"><h2>Figures</h2>',
             *(figure_html(f) for f in figures),
             *([] if figures else ['<p class="note">No figure: no rendering was measured with an answer.</p>']),
@@ -110,7 +120,26 @@ def render_html(report: ReportDocument, baseline: ReportDocument | None = None) 
             *(table_html(t) for t in tables),
             "</section>",
         ],
+        UPGRADE_STYLE if upgrade else "",
     )
+
+
+def _upgrade(report: ReportDocument, figures: list[Any]) -> list[str]:
+    """The upgrade comparison, right under the verdict: the Δ table with its bounds and margins, the paired
+    differences and the Δ by family drawn, then every paired rendering."""
+    from .breakdown_tables import family_delta_table
+    from .gates import comparison_table
+    from .html_upgrade import moves_html
+
+    comparison = report["comparison"]
+    head = comparison["headline"].split(": ")[0]
+    out = [f'<section id="upgrade"><h2>{escape(head[:1].upper() + head[1:])}</h2>']
+    out += [table_html(t) for t in (comparison_table(report),) if t is not None]
+    out += [figure_html(f) for f in figures]
+    out += [table_html(t) for t in (family_delta_table(report),) if t is not None]
+    if comparison["renderings"]:
+        out.append(moves_html(comparison))
+    return out + ["</section>"]
 
 
 def page(title: str, body: list[str], style: str = "") -> str:
@@ -140,15 +169,19 @@ def figure_html(figure: Any) -> str:
 
 
 def _header(report: ReportDocument, baseline: ReportDocument | None, title: str) -> list[str]:
+    from .html_upgrade import banner
+    from .upgrade_text import origin_phrase
+
     model, dataset, counts = report["model"], report["dataset"], report["counts"]
     kind, phrase = headline(report)
     css = {"failed": "failed", "undecided": "undecided", "passed": "ok", "none": ""}[kind]
     mark = {"failed": "✗ ", "undecided": "! ", "passed": "✓ ", "none": ""}[kind]
     verdict = f'<p class="verdict {css}">{mark}{escape(phrase)}</p>'
     stopped = interrupted_line(report)
+    notices = ""
     if stopped:  # INTERRUPTED_MARK: outputs.py tells the page of an interrupted run by it
-        verdict += f'<p class="{INTERRUPTED_MARK}">{escape(stopped[:1].upper() + stopped[1:])}</p>'
-    verdict += "".join(f'<p class="notice">Notice: {escape(n)}</p>' for n in report.get("notices") or [])
+        notices += f'<p class="{INTERRUPTED_MARK}">{escape(stopped[:1].upper() + stopped[1:])}</p>'
+    notices += "".join(f'<p class="notice">Notice: {escape(n)}</p>' for n in report.get("notices") or [])
     facts = [
         (
             "model",
@@ -162,15 +195,24 @@ def _header(report: ReportDocument, baseline: ReportDocument | None, title: str)
         ),
         ("repeats, seed", f"{report['repeats']}, {report['seed']}"),
     ]
-    if baseline is not None:
+    comparison = report.get("comparison")
+    if comparison is not None:  # a saved report says what it was compared with, read alone too
+        side = comparison["baseline"]
+        facts.append(
+            ("baseline", f"{side['model']} {side['version']} ({side['source']} cassettes): {origin_phrase(comparison)}")
+        )
+    elif baseline is not None:
         base = baseline["model"]
         facts.append(("baseline", f"{base['name']} {base['version']} ({base['source']} cassettes)"))
     facts.append(("written by", str(report.get("generator", ""))))
     rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
-    return [f"<header><h1>{escape(title)}</h1>", verdict, f'<dl class="facts">{rows}</dl></header>']
+    upgrade = banner(report)  # with a baseline: the upgrade verdict above everything, the gates' line beside it
+    if upgrade:
+        return ["<header>", *upgrade, f"<h1>{escape(title)}</h1>", notices, f'<dl class="facts">{rows}</dl></header>']
+    return [f"<header><h1>{escape(title)}</h1>", verdict + notices, f'<dl class="facts">{rows}</dl></header>']
 
 
-def _gates(report: ReportDocument) -> list[str]:
+def _gates(report: ReportDocument, *, with_comparison: bool = True) -> list[str]:
     from .breakdown_tables import family_delta_table
     from .gates import comparison_table, gate_table
 
@@ -184,7 +226,8 @@ def _gates(report: ReportDocument) -> list[str]:
     if failed:
         items = "".join(f"<li><b>{escape(g['name'])}</b>: {escape(g.get('explanation') or '')}</li>" for g in failed)
         out.append(f'<ul class="failed">{items}</ul>')
-    out += [table_html(t) for t in (comparison_table(report), family_delta_table(report)) if t is not None]
+    if with_comparison:  # else the upgrade section above has them
+        out += [table_html(t) for t in (comparison_table(report), family_delta_table(report)) if t is not None]
     return out + ["</section>"]
 
 

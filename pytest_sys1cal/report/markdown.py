@@ -12,19 +12,25 @@ from .gates import comparison_table, gate_table, headline
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
 from .table import markdown
+from .upgrade_text import SUMMARY_TOP, baseline_line, moves_table, sentence, verdict_kind
 
 ICONS = {"failed": "❌", "undecided": "⚠️", "passed": "✅", "none": "➖"}
 
 
-def summary_markdown(result: ReportDocument, html: Path | None = None, environ: Mapping[str, str] | None = None) -> str:
-    """html: the HTML report written by this run, linked as the job's artifact (run URL from GitHub's environ)."""
+def summary_markdown(
+    result: ReportDocument,
+    html: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    workdir: Path | None = None,
+) -> str:
+    """html: the HTML report written by this run, linked as the job's artifact (run URL from GitHub's environ);
+    workdir: where the run ran, whose absolute path (and the package's) is left out of every path shown. With
+    a baseline the heading is the upgrade verdict, the absolute gates' line under it."""
     model, dataset = result["model"], result["dataset"]
-    kind, phrase = headline(result)
-    verdict = f"{ICONS[kind]} {phrase}"
+    comparison = result.get("comparison")
     md = markdown_text  # every text from the report is data: a server's words, a file's name (escape.py)
-    lines = [
-        f"### Sys1Cal calibration: {md(model['name'])} {md(model['version'])} — {verdict}",
-        "",
+    lines = [*heading(result), ""]
+    lines += [
         f"{md(model['source'])} cassettes, {result['repeats']} repeat(s), dataset {md(dataset['name'])} "
         f"(sha256 `{dataset['sha256'][:12]}`), {measured(result)}.",
         "",
@@ -34,11 +40,42 @@ def summary_markdown(result: ReportDocument, html: Path | None = None, environ: 
     ]
     if html is not None:
         lines += [html_link(html, environ or {}), ""]
-    comparisons = [gate_table(result), comparison_table(result), family_delta_table(result)]
-    tables = [table for table in comparisons if table] + (build_tables(result) if result["counts"]["measured"] else [])
+    if comparison is not None:  # the upgrade first: its Δ table, the renderings that moved most, by family
+        ordered = [comparison_table(result), moves_table(result, SUMMARY_TOP), family_delta_table(result)]
+        ordered.append(gate_table(result))
+    else:
+        ordered = [gate_table(result), comparison_table(result), family_delta_table(result)]
+    tables = [table for table in ordered if table] + (build_tables(result) if result["counts"]["measured"] else [])
     for table in tables:
         lines += markdown(table)
-    return "\n".join(lines) + "\n"
+    return without_machine_paths("\n".join(lines) + "\n", workdir)
+
+
+def heading(result: ReportDocument) -> list[str]:
+    """The summary's heading: the upgrade verdict and the absolute gates' line (with a baseline), else the
+    run's gates in one phrase."""
+    model = result["model"]
+    comparison = result.get("comparison")
+    md = markdown_text  # versions and locations come from files and servers: data (escape.py)
+    if comparison is None:
+        kind, phrase = headline(result)
+        return [f"### Sys1Cal calibration: {md(model['name'])} {md(model['version'])} — {ICONS[kind]} {phrase}"]
+    absolute = comparison["absolute_gates"]
+    return [
+        f"### {ICONS[verdict_kind(comparison['verdict'])]} Sys1Cal {md(comparison['headline'])}",
+        "",
+        f"{ICONS[absolute['outcome']]} **{md(sentence(absolute['line']))}** (the thresholds file's floors and "
+        f"ceilings, beside the upgrade). {md(sentence(baseline_line(comparison)))}.",
+    ]
+
+
+def without_machine_paths(text: str, workdir: Path | None) -> str:
+    """`text` with the absolute path of `workdir` and of the installed package's folder left out of every path:
+    thresholds.yaml rather than /home/runner/work/project/project/thresholds.yaml."""
+    package = Path(__file__).resolve().parent.parent.parent  # the folder holding pytest_sys1cal/
+    for base in sorted({str(p) for p in (workdir, package) if p is not None}, key=len, reverse=True):
+        text = text.replace(base.rstrip("/") + "/", "")
+    return text
 
 
 def measured(result: ReportDocument) -> str:

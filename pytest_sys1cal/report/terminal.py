@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..vocabulary import Verdict
 from .breakdown_tables import family_delta_table
@@ -11,6 +13,7 @@ from .gates import comparison_table, gate_table
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
 from .table import Table, aligned
+from .upgrade_text import TERMINAL_TOP, comparison_of, moves_summary, moves_table
 
 # A terminal line: (text, markup), the markup passed to TerminalReporter.write_line; RED for what failed.
 Line = tuple[str, dict[str, bool]]
@@ -23,6 +26,7 @@ VERDICT_MARKUP: dict[str, dict[str, bool]] = {
     Verdict.FAILED: RED,
     Verdict.INCONCLUSIVE: {"yellow": True},
 }
+OUTCOME_MARKUP: dict[str, dict[str, bool]] = {"failed": RED, "undecided": {"yellow": True}, "passed": {"green": True}}
 
 
 def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) -> list[Line]:
@@ -35,14 +39,19 @@ def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) 
 
 
 def summary_lines(
-    result: ReportDocument, advice: Sequence[str] | None = None, thresholds: str | None = THRESHOLDS
+    result: ReportDocument,
+    advice: Sequence[str] | None = None,
+    thresholds: str | None = THRESHOLDS,
+    rerun: str | None = None,
 ) -> list[Line]:
     """advice: what to do after a failed gate (session/gate_advice.py: where the gates came from, the fix that
-    applies); thresholds: the thresholds file in force (None: none). Both from the run, which knows the
-    cassettes and options (a report alone does not)."""
+    applies); thresholds: the thresholds file in force (None: none); rerun: the command that replays this run, to
+    which a node id is added to re-run one rendering. All from the run, which knows the cassettes and options (a
+    report alone does not). With a baseline, the upgrade verdict comes first and the absolute gates' line beside
+    it (upgrade_lines)."""
     model, dataset = result["model"], result["dataset"]
     counts = result["counts"]
-    lines: list[Line] = [
+    lines: list[Line] = upgrade_lines(result) + [
         (
             f"{model['name']} {model['version']} ({model['source']} cassettes, "
             f"{repeats_phrase(result['repeats'], result.get('repeats_per_answer', 1))}) on {dataset['name']}: {counts['measured']} of "
@@ -68,8 +77,39 @@ def summary_lines(
     for comparison in (comparison_table(result), family_delta_table(result)):
         if comparison:
             lines += [("", {})] + format_table(comparison)
+    lines += moves_lines(result, rerun)
     lines += gate_lines(result, advice, thresholds)
-    return lines
+    recap = upgrade_lines(result)
+    return lines + ([("", {})] + recap if recap else [])
+
+
+def upgrade_lines(result: ReportDocument) -> list[Line]:
+    """With a baseline: the upgrade verdict naming both versions and where the baseline came from, then the
+    absolute gates' own line, so a reader sees both and which is which. Nothing without a baseline."""
+    comparison = comparison_of(result)
+    if comparison is None:
+        return []
+    side = comparison["baseline"]
+    absolute = comparison["absolute_gates"]
+    where = f"{side['origin']} {side['location']}".strip()
+    return [
+        (f"{comparison['headline']} [baseline: {where}]", VERDICT_MARKUP.get(comparison["verdict"], {"bold": True})),
+        (absolute["line"], OUTCOME_MARKUP.get(absolute["outcome"], {})),
+    ]
+
+
+def moves_lines(result: ReportDocument, rerun: str | None) -> list[Line]:
+    """The renderings that moved most (TERMINAL_TOP), and how to re-run one of them."""
+    table = moves_table(result, TERMINAL_TOP)
+    comparison = comparison_of(result)
+    if table is None or comparison is None:
+        return []
+    notes = [f"How D is spread: {moves_summary(comparison)}."]
+    first = comparison["renderings"][0]["node_id"]
+    if rerun and first:
+        notes.append(f"Re-run one offline with its node id, e.g. the first: {rerun} {shlex.quote(first)}")
+    notes.append("Every paired rendering: the HTML report and the JSON report's comparison.renderings.")
+    return [("", {})] + format_table(replace(table, notes=table.notes + notes))
 
 
 def repeats_phrase(repeats: int, per_answer: int = 1) -> str:

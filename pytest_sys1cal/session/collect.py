@@ -178,3 +178,20 @@ def gate_reports(
         report = pytest.TestReport(nodeid, location, {}, outcome, longrepr, "call", user_properties=properties)
         yield report, gate
         yield pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"), gate
+
+
+# The test suite properties of a run with a baseline in force: the upgrade verdict's line, its one word and the
+# absolute gates' line, for CI views and tools that read JUnit XML's properties rather than its test cases.
+UPGRADE_PROPERTIES = ("sys1cal_upgrade", "sys1cal_upgrade_verdict", "sys1cal_absolute_gates")
+
+
+def mark_upgrade(config: pytest.Config, comparison: Any, redact: Callable[[str], str]) -> None:
+    """Write the upgrade verdict into the JUnit XML (when --junitxml is on) as test suite properties."""
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None or comparison is None:
+        return
+    values = (comparison["headline"], comparison["verdict"], comparison["absolute_gates"]["line"])
+    for name, value in zip(UPGRADE_PROPERTIES, values, strict=True):
+        xml.add_global_property(name, redact(str(value)))

@@ -1,4 +1,5 @@
-"""The run's one output boundary for files: the JSON report, the HTML report and the GitHub job summary.
+"""The run's one output boundary for files: the JSON report, the HTML report, the pull-request comment
+(``--sys1cal-markdown``) and the GitHub job summary.
 
 Their paths are checked before anything runs (exit 4 naming the path and the fix): a folder, a place that
 cannot be written (tried for real, with a probe file removed at once: permission bits do not stop root, a
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 # (what, the option that named it, its path, how to draw it)
 Document = tuple[str, str, Path, Callable[[], str]]
+WHAT = {"--sys1cal-report": "JSON report", "--sys1cal-html": "HTML report", "--sys1cal-markdown": "Markdown comment"}
 
 
 class Outputs:
@@ -45,7 +47,11 @@ class Outputs:
         self.settings = settings
         self.files = {
             name: path
-            for name, path in (("--sys1cal-report", settings.report), ("--sys1cal-html", settings.html))
+            for name, path in (
+                ("--sys1cal-report", settings.report),
+                ("--sys1cal-html", settings.html),
+                ("--sys1cal-markdown", settings.markdown),
+            )
             if path is not None
         }
         self.pytest_outputs = dict(pytest_outputs or {})
@@ -133,7 +139,7 @@ class Outputs:
         named = {path: name for name, path in self.files.items()}
         lines = []
         for path in self.files.values() if paths is None else paths:
-            what = "JSON report" if named.get(path) == "--sys1cal-report" else "HTML report"
+            what = WHAT.get(named.get(path, ""), "HTML report")
             kept = f"; {path} left as it was" if path.exists() else ""
             lines.append((f"{what} NOT written to {path}: {why}{kept}", RED))
         return lines
@@ -151,19 +157,27 @@ class Outputs:
                 return render_html(report.data, baseline.report if baseline else None)
 
             documents.append(("HTML report", "--sys1cal-html", self.settings.html, page))
+        if self.settings.markdown is not None:
+            from ..report.pr_comment import comment_markdown
+
+            def comment() -> str:
+                return comment_markdown(report.data, html=self.settings.html, environ=os.environ, workdir=Path.cwd())
+
+            documents.append(("Markdown comment", "--sys1cal-markdown", self.settings.markdown, comment))
         return documents
 
     def _write(self, what: str, path: Path, draw: Callable[[], str], redactor: Redactor, *, partial: bool) -> Line:
         """Draw and write one file; a partial report goes beside a complete one rather than over it."""
         target, kept = path, ""
-        if partial and _complete(path):
+        # A pull-request comment speaks for the latest run, interrupted or not: it is replaced, never set beside.
+        if partial and what != "Markdown comment" and _complete(path):
             target = beside(path)
             kept = f"; {path} holds a complete run's report and was left as it was"
             if _key(target) in {_key(p) for p in self.inputs().values()}:
                 self.failed = True
                 return (f"{what} NOT written: {target}, beside {path}, is one of this run's inputs{kept}", RED)
         # In HTML the marker is escaped (&lt;REDACTED&gt;): a bare <REDACTED> would be an unknown tag, unseen.
-        text = (redactor.markup if what == "HTML report" else redactor.text)(draw())
+        text = (redactor.text if what == "JSON report" else redactor.markup)(draw())
         try:
             write_atomic(target, text)
         except OSError as exc:
@@ -179,7 +193,7 @@ class Outputs:
         failed gate what to do about it (the commands as code, so that Markdown leaves them as printed)."""
         from ..report.markdown import summary_markdown
 
-        text = summary_markdown(data, html=self.settings.html, environ=os.environ)
+        text = summary_markdown(data, html=self.settings.html, environ=os.environ, workdir=Path.cwd())
         if advice:
             text += "\n**What to do**\n\n" + "".join(f"- {_code_spans(line)}\n" for line in advice)
         text = redactor.markup(text)

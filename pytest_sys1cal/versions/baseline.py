@@ -10,8 +10,9 @@ runs, so a baseline that cannot be compared stops the run at once. VALUE is, in 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,11 +78,11 @@ def resolve_baseline(
     path = Path(value).expanduser()
     path = path if path.is_absolute() else invocation_dir / path
     if path.is_file():
-        return saved_baseline(path, dataset.sha256, request.model)
+        return saved_baseline(path, dataset.sha256, request.model, shown_path(path, invocation_dir))
     model = request.model
     # The bundled reference set stands in for a project's missing jev-1.13.0 folder here too (store/folder.py).
-    root = reference_root(request.cassettes, model, value, "none", default_root=request.default_cassettes)
-    root = root or request.cassettes
+    reference = reference_root(request.cassettes, model, value, "none", default_root=request.default_cassettes)
+    root = reference or request.cassettes
     versions = recorded_versions(root, model)
     if not is_version_name(value) or value not in versions:
         folder_note = f"{path} is a folder, not a saved report; " if path.is_dir() else ""
@@ -99,10 +100,22 @@ def resolve_baseline(
             f"{OPTION}={value} is this run's own version: a version compared with itself shows nothing. Name "
             f"another recorded version of {model} (recorded: {others}) or a saved JSON report"
         )
-    return version_baseline(value, request, dataset, adapter_for(value), root)
+    baseline = version_baseline(value, request, dataset, adapter_for(value), root)
+    if reference is not None:
+        return replace(baseline, origin="bundled reference", location=f"{model}/{value}")
+    return replace(baseline, location=shown_path(root / model / value, invocation_dir))
 
 
-def saved_baseline(path: Path, dataset_sha256: str, model: str | None = None) -> Baseline:
+def shown_path(path: Path, base: Path) -> str:
+    """`path` as a reader types it: relative to `base` (where pytest ran) when inside it, else as it is; no
+    machine's absolute checkout path in a job summary or a pull-request comment."""
+    for inside, root in ((Path(os.path.abspath(path)), Path(os.path.abspath(base))), (path.resolve(), base.resolve())):
+        if inside.is_relative_to(root):  # as given first (a symlinked folder stays where the user put it)
+            return inside.relative_to(root).as_posix()
+    return path.as_posix()
+
+
+def saved_baseline(path: Path, dataset_sha256: str, model: str | None = None, location: str | None = None) -> Baseline:
     """The saved report at `path` as this run's baseline: a complete run's report (not an interrupted one, which
     describes part of its selection) of this run's `model`, on the same dataset."""
     name = f"{OPTION} {path}"
@@ -122,7 +135,7 @@ def saved_baseline(path: Path, dataset_sha256: str, model: str | None = None) ->
             f"{name}: a report of model {theirs!r}, and this run measures {model!r}; the upgrade gate compares two "
             f"versions of one model: give a report of {model}, or a recorded version of it"
         )
-    return Baseline(report, str(path))
+    return Baseline(report, str(path), origin="saved report", location=location or str(path))
 
 
 def version_baseline(
@@ -161,7 +174,7 @@ def version_baseline(
         recalibration_splits=request.recalibration_splits,
     )
     check_baseline(report.data, dataset.sha256, f"{OPTION}={version}")
-    return Baseline(report.data, version)
+    return Baseline(report.data, version, origin="version folder", location=folder.path.as_posix())
 
 
 def check_repeats(baseline: Baseline, repeats: int, repeats_per_answer: int) -> None:

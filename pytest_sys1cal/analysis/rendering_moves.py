@@ -1,0 +1,56 @@
+"""Rendering by rendering, how far each primitive moved against the baseline: D_i = OVL_new,i − OVL_base,i,
+the paired difference whose mean Δ̂ the upgrade gate tests (analysis/compare.py, docs/statistics.md §6), with
+both answers beside it. Sorted so that the rendering that dropped most, on any compared primitive, comes
+first: is a drop broad, or a few items of one family? Knows nothing of pytest or of thresholds.yaml."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .paired import pair_reports
+from .primitives import ovl
+
+
+def rendering_moves(
+    new: Mapping[str, Any], baseline: Mapping[str, Any], primitives: Sequence[str]
+) -> list[dict[str, Any]]:
+    """One row per rendering measured in both reports: ``instance_id``, ``family``, ``representation``,
+    ``p_star``, and per primitive of `primitives` the ``baseline`` and ``new`` answer (repeat means; Score: μ_S)
+    and ``d`` (D_i; null where either report did not ask it); ``worst`` is the lowest D_i of the row and
+    ``worst_primitive`` its primitive (null when none was compared). Rows sorted by ``worst``, lowest first
+    (ties: the larger summed drop first, then by instance id); rows with nothing compared last. Raises ComparisonError as pair_reports does."""
+    paired = pair_reports(new, baseline)
+    items = {item["instance_id"]: item for item in new["items"]}
+    differences = {
+        prim: ovl(paired.new[prim], paired.p_star) - ovl(paired.base[prim], paired.p_star) for prim in primitives
+    }
+    rows = []
+    for index, instance_id in enumerate(paired.instance_id):
+        item = items[instance_id]
+        row: dict[str, Any] = {
+            "instance_id": instance_id,
+            "family": item.get("family"),
+            "representation": item.get("representation"),
+            "p_star": float(paired.p_star[index]),
+            "baseline": {prim: _number(paired.base[prim][index]) for prim in primitives},
+            "new": {prim: _number(paired.new[prim][index]) for prim in primitives},
+            "d": {prim: _number(differences[prim][index]) for prim in primitives},
+        }
+        compared = [(value, prim) for prim, value in row["d"].items() if value is not None]
+        worst = min(compared, default=(None, None), key=lambda pair: pair[0])
+        row["worst"], row["worst_primitive"] = worst
+        rows.append(row)
+    rows.sort(key=_order)
+    return rows
+
+
+def _order(row: Mapping[str, Any]) -> tuple[bool, float, float, str]:
+    """The lowest D_i first; among equal ones, the larger drop summed over the primitives; then the id."""
+    compared = [value for value in row["d"].values() if value is not None]
+    return row["worst"] is None, row["worst"] or 0.0, sum(compared), row["instance_id"]
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)

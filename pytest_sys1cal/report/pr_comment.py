@@ -1,0 +1,111 @@
+"""The pull-request comment (``--sys1cal-markdown=PATH``): one compact Markdown text that says whether the upgrade
+is safe. With a baseline: the upgrade verdict naming both versions and where the baseline came from, the Δ
+table with its bounds and margins, the absolute gates' line (and which failed), and the renderings that moved
+most; without one, the gates' verdict. It starts with a hidden marker (MARKER) by which the workflow that
+`init` writes finds its earlier comment and edits it instead of adding another (commands/project_files.py).
+Read from the report alone, so a saved report gives the same text (docs/report.md, "The pull-request
+comment")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..vocabulary import Verdict
+from .document import ReportDocument
+from .gates import headline
+from .markdown import ICONS, html_link, measured, without_machine_paths
+from .table import Table, markdown
+from .upgrade_text import (
+    DELTA_NOTE,
+    SUMMARY_TOP,
+    baseline_line,
+    comparison_of,
+    delta_table,
+    moves_summary,
+    moves_table,
+    sentence,
+    verdict_kind,
+)
+
+MARKER = "<!-- pytest-sys1cal: pull-request comment -->"
+FAILED_NAMED = 12  # failed absolute gates named by name; more are counted
+
+
+def comment_markdown(
+    result: ReportDocument,
+    html: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    workdir: Path | None = None,
+) -> str:
+    comparison = comparison_of(result)
+    model = result["model"]
+    lines = [MARKER]
+    if comparison is None:
+        outcome, phrase = headline(result)
+        lines += [f"### {ICONS[outcome]} Sys1Cal calibration: {model['name']} {model['version']} — {phrase}", ""]
+        lines += _failed_gates(result, absolute_only=False)
+    else:
+        kind = verdict_kind(comparison["verdict"])
+        head = comparison["headline"].split(" (")[0] if comparison["summary"] else comparison["headline"]
+        lines += [f"### {ICONS[kind]} Sys1Cal {head}", ""]
+        if comparison["summary"]:
+            lines += [f"**{comparison['summary']}**", ""]
+        stopped = f"; {measured(result)}" if result.get("interrupted") else ""
+        lines += [f"{sentence(baseline_line(comparison))}{stopped}.", ""]
+        lines += _compact(delta_table(result), [DELTA_NOTE])
+        absolute = comparison["absolute_gates"]
+        lines += [
+            f"{ICONS[absolute['outcome']]} **{sentence(absolute['line'])}** (the thresholds file's floors and "
+            "ceilings, a verdict of their own beside the upgrade's)",
+            "",
+        ]
+        lines += _failed_gates(result, absolute_only=True)
+        lines += _moves(result)
+    if result.get("notices") or result.get("interrupted"):
+        count = len(result.get("notices") or []) + bool(result.get("interrupted"))
+        lines += [f"⚠️ {count} notice(s) about this run's inputs: see the job summary.", ""]
+    if html is not None:
+        lines += [html_link(html, environ or {}), ""]
+    return without_machine_paths("\n".join(lines).rstrip("\n") + "\n", workdir)
+
+
+def _compact(table: Table | None, notes: list[str]) -> list[str]:
+    """A table without its bold title, its notes as one line of small print."""
+    if table is None:
+        return []
+    body = markdown(Table(title="", columns=table.columns, rows=table.rows))[2:]  # no title, no blank after it
+    return [line for line in body if line] + [""] + [f"<sub>{note}</sub>" for note in notes] + [""]
+
+
+def _failed_gates(result: ReportDocument, *, absolute_only: bool) -> list[str]:
+    failed = [
+        gate["name"]
+        for gate in result.get("gates") or []
+        if gate["verdict"] == Verdict.FAILED and not (absolute_only and gate["name"].startswith("regression."))
+    ]
+    if not failed:
+        return []
+    named = ", ".join(f"`{name}`" for name in failed[:FAILED_NAMED])
+    more = f" and {len(failed) - FAILED_NAMED} more" if len(failed) > FAILED_NAMED else ""
+    return [f"FAILED: {named}{more}.", ""]
+
+
+def _moves(result: ReportDocument) -> list[str]:
+    comparison = comparison_of(result)
+    table = moves_table(result, SUMMARY_TOP)
+    if comparison is None or table is None:
+        return []
+    rows = [[f"`{row[0].replace('`', '')}`", *row[1:]] for row in table.rows]
+    return [
+        f"<details><summary>{table.title}</summary>",
+        "",
+        *[line for line in markdown(Table(title="", columns=table.columns, rows=rows))[2:] if line],
+        "",
+        f"<sub>{moves_summary(comparison).replace('<', '&lt;').replace('>', '&gt;')}. D = OVL new − OVL baseline "
+        "of one rendering; re-run one with "
+        "<code>pytest --sys1cal '&lt;node id&gt;'</code> and this run's options.</sub>",
+        "",
+        "</details>",
+        "",
+    ]
