@@ -1,16 +1,15 @@
 """Command-line options and ini keys, resolved once into the run's `Settings`: command line > ini > default.
 
-Imports nothing heavy: this module is loaded in every pytest run, with or without ``--sys1cal``. Every flag
-string of the plugin lives here; the rest of the package reads `Settings` fields (or asks `flag(name)` for
-the text of one in a command it prints).
+Imports nothing heavy: this module is loaded in every pytest run, with or without ``--sys1cal``. Every option
+is defined here, and only here is pytest asked for one; the rest of the package reads `Settings` fields (or asks
+`flag(name)` for the text of one in a command it prints). Messages elsewhere name flags in words, and
+tests/test_layout.py checks that each flag they name is one defined here.
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import os
-import shlex
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from .argtypes import non_negative_float, non_negative_int, positive_float, posi
 from .dataset import BUNDLED
 from .defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
 from .names import NotAName, check_name
+from .session.placement import Placement, placement
 from .vocabulary import RECORD_MODES
 
 THRESHOLDS_FILE = "thresholds.yaml"
@@ -294,7 +294,7 @@ def _help(option: Option) -> str:
 def resolve_settings(config: pytest.Config) -> Settings:
     """Every option's effective value. Raises pytest.UsageError for a bad ini value or a thresholds file that
     does not exist."""
-    where = placement(config)
+    where = placement(config, {option.flag for option in OPTIONS} | {"--model"}, THRESHOLDS_FILE)
     values = {option.field: _resolve(config, option, where) for option in OPTIONS}
     values["default_cassettes"] = values["cassettes"] == where.rootpath / BY_FIELD["cassettes"].default
     _check_names(values)
@@ -338,7 +338,7 @@ def _resolve(config: pytest.Config, option: Option, where: Placement) -> Any:
     value = config.getoption(option.dest)
     base = config.invocation_params.dir
     if value is None and option.ini:
-        text = where.ini_value(config, option.dest)
+        text = _ini_value(config, where, option.dest)
         if text:
             value = _parse_ini(option, text)
             base = where.inipath.parent if where.inipath else where.rootpath
@@ -353,6 +353,20 @@ def _resolve(config: pytest.Config, option: Option, where: Placement) -> Any:
         resolved = path if path.is_absolute() else base / path
         return str(resolved) if option.field == "dataset" else resolved
     return value
+
+
+def _ini_value(config: pytest.Config, where: Placement, key: str) -> str:
+    """An ini key's text: pytest's reading, or, where pytest chose its ini file from a misread value
+    (session/placement.py), the file's values as pytest would have read them (``-o key=value`` wins)."""
+    if where.inicfg is None:
+        return str(config.getini(key) or "").strip()
+    for override in reversed(config.known_args_namespace.override_ini or []):
+        name, _, text = override.partition("=")
+        if name.strip() == key:
+            return text.strip()
+    value = where.inicfg.get(key)
+    value = getattr(value, "value", value)  # pytest 9 wraps values in ConfigValue
+    return "" if value is None else str(value).strip()
 
 
 def _parse_ini(option: Option, text: str) -> Any:
@@ -416,102 +430,3 @@ def given_without_sys1cal(config: pytest.Config) -> None:
 
 def _typed(flag_text: str, config: pytest.Config) -> bool:
     return any(arg == flag_text or arg.startswith(f"{flag_text}=") for arg in config.invocation_params.args)
-
-
-# ------------------------------------------------------------------------------------------ misread paths
-
-
-@dataclass(frozen=True)
-class Placement:
-    """The rootdir and ini file the plugin reads its defaults and ini keys from: pytest's, unless pytest took
-    the value of a plugin option for a test path when it chose them (then `inicfg` holds the right file's
-    values)."""
-
-    rootpath: Path
-    inipath: Path | None
-    inicfg: dict[str, Any] | None = None  # None: read ini keys through pytest (its choice stands)
-
-    def ini_value(self, config: pytest.Config, key: str) -> str:
-        if self.inicfg is None:
-            return str(config.getini(key) or "").strip()
-        for override in reversed(config.known_args_namespace.override_ini or []):  # -o key=value wins
-            name, _, text = override.partition("=")
-            if name.strip() == key:
-                return text.strip()
-        value = self.inicfg.get(key)
-        value = getattr(value, "value", value)  # pytest 9 wraps values in ConfigValue
-        return "" if value is None else str(value).strip()
-
-    def addopts(self) -> str:
-        """The ini file's ``addopts``, as one command-line string ('' when it has none)."""
-        value = (self.inicfg or {}).get("addopts")
-        value = getattr(value, "value", value)
-        if isinstance(value, list | tuple):
-            return shlex.join(str(v) for v in value)
-        return "" if value is None else " ".join(str(value).split())
-
-
-def placement(config: pytest.Config) -> Placement:
-    """pytest picks its rootdir and ini file before plugins declare their options, so in
-    ``--sys1cal-cassettes /ci/cas`` (a space, not ``=``) it takes ``/ci/cas`` for a test path too. Where that
-    moved the rootdir or the ini file, the plugin reads its defaults (cassettes, thresholds.yaml) and its
-    ``sys1cal_*`` ini keys from where pytest would have looked without that value, so the space and ``=`` forms
-    gate alike, and says so in a warning. Where that ini file holds ``addopts`` (which pytest then never applied:
-    a gate file, a marker, a plugin) or the place cannot be worked out, the run stops instead."""
-    args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args]
-    flags = {option.flag for option in OPTIONS} | {"--model"}
-    spaced = [(arg, args[i + 1]) for i, arg in enumerate(args[:-1]) if arg in flags]
-    invocation = config.invocation_params.dir
-    read_as_paths = [(name, value) for name, value in spaced if (invocation / value).exists()]
-    ours = Placement(config.rootpath, config.inipath)
-    if not read_as_paths:
-        return ours
-    chosen = _setup_without(config)
-    given = ", ".join(f"{name} {shlex.quote(value)}" for name, value in read_as_paths)
-    written = ", ".join(f"{name}={shlex.quote(value)}" for name, value in read_as_paths)
-    if chosen is None:
-        raise pytest.UsageError(
-            f"{given}: pytest also read the value as a test path when it chose its rootdir {config.rootpath}, so "
-            f"the plugin cannot tell where its defaults ({THRESHOLDS_FILE}, cassettes, sys1cal_* ini keys) are; "
-            f"write it with '=': {written}"
-        )
-    if (chosen.rootpath, chosen.inipath) == (ours.rootpath, ours.inipath):
-        return ours  # nothing moved: pytest's own reading of its ini file (overrides included) stands
-    skipped = chosen.addopts()
-    if skipped:  # options pytest never applied (a gate file, a marker, -p …): the run cannot be what was meant
-        raise pytest.UsageError(
-            f"{given}: pytest also read the value as a test path and chose rootdir {ours.rootpath} (ini file "
-            f"{ours.inipath or 'none'}), so it never applied the addopts of {chosen.inipath} ({skipped}) and this run "
-            f"would not be the one configured there; write it with '=': {written}"
-        )
-    config.issue_config_time_warning(
-        pytest.PytestConfigWarning(
-            f"{given}: pytest also read the value as a test path and chose rootdir {ours.rootpath} (ini file "
-            f"{ours.inipath or 'none'}); pytest-sys1cal reads its defaults and sys1cal_* ini keys from rootdir "
-            f"{chosen.rootpath} (ini file {chosen.inipath or 'none'}), as with {written}. Write it with '=' so "
-            "that pytest's own settings come from there too."
-        ),
-        stacklevel=2,
-    )
-    return chosen
-
-
-def _setup_without(config: pytest.Config) -> Placement | None:
-    """The rootdir, ini file and ini values pytest would have chosen from the run's real test paths alone, or
-    None where this pytest's private `determine_setup` cannot be called as expected."""
-    try:
-        from _pytest.config.findpaths import determine_setup
-
-        namespace = config.known_args_namespace
-        kwargs: dict[str, Any] = {
-            "inifile": namespace.inifilename,
-            "args": [*namespace.file_or_dir],
-            "rootdir_cmd_arg": namespace.rootdir or None,
-            "invocation_dir": config.invocation_params.dir,
-        }
-        if "override_ini" in inspect.signature(determine_setup).parameters:
-            kwargs["override_ini"] = namespace.override_ini
-        found = determine_setup(**kwargs)
-        return Placement(Path(found[0]), None if found[1] is None else Path(found[1]), dict(found[2] or {}))
-    except Exception:  # noqa: BLE001 - a private API of pytest's: refuse conservatively instead
-        return None

@@ -1,32 +1,24 @@
-"""pytest hooks of pytest-sys1cal: each one a few lines, delegating to pure modules.
-
-Without ``--sys1cal`` only the options are registered: an ordinary pytest run pays nothing (no numpy,
-scipy, httpx or vcrpy import). With it, `ActiveRun` is registered as a plugin and owns the hooks.
+"""The entry point pytest loads (the ``pytest11`` entry point): the options and the adapters' hooks, and at
+configure, with ``--sys1cal``, the run. Without it only the options are registered: an ordinary pytest run
+pays nothing (no numpy, scipy, httpx, vcrpy or yaml import; of this package, options.py and the light modules
+it reads). With it, session/hooks.py starts the run and registers the plugins that own the hooks from then on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator
 
 import pytest
 
-if TYPE_CHECKING:
-    from .dataset import Rendering
-    from .run import Sys1CalRun
-
-RUN_KEY = pytest.StashKey["Sys1CalRun"]()
+from . import hookspecs
+from .options import active, add_model_alias, add_options, given_without_sys1cal
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import hookspecs
-
     pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from .options import add_options
-
     add_options(parser)
 
 
@@ -37,8 +29,6 @@ def pytest_load_initial_conftests(parser: pytest.Parser) -> Generator[None, None
     # two definitions of one flag crash pytest at start-up.
     yield
     if not _option_taken(parser, "--model"):
-        from .options import add_model_alias
-
         add_model_alias(parser)
 
 
@@ -50,42 +40,13 @@ def _option_taken(parser: pytest.Parser, flag: str) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's log file and other plugins' outputs are opened (outputs.py)
 def pytest_configure(config: pytest.Config) -> None:
-    from .options import active, given_without_sys1cal
-
     if not active(config):
         given_without_sys1cal(config)
         _no_node_ids_without_sys1cal(config)
         return
-    from .errors import usage_errors
-    from .options import WORKERINPUT_KEY, Settings, resolve_settings
-    from .redact import redact_log_records
-    from .run import Sys1CalRun
-    from .session.collect import MARKER
-    from .session.node_ids import select_renderings, take_node_ids
+    from .session.hooks import start  # the run's modules are loaded only now, with --sys1cal
 
-    config.addinivalue_line("markers", MARKER)
-    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
-    if workerinput is None:  # settings are resolved once, here; xdist workers get them through workerinput
-        run = Sys1CalRun(config, resolve_settings(config), controller=True)
-        run.warm_up()  # the controller analyses at the end; start loading numpy now, off the main thread
-        if config.pluginmanager.has_plugin("xdist"):
-            config.pluginmanager.register(XdistHooks(run), "sys1cal-xdist")
-    else:
-        settings = Settings.from_json(workerinput[WORKERINPUT_KEY])
-        run = Sys1CalRun(config, settings, controller=False, repeats=workerinput["sys1cal_repeats"])
-    config.stash[RUN_KEY] = run
-    run.signals.install()  # SIGTERM (CI cancelling the job) like the first Ctrl-C (session/signals.py)
-    config.add_cleanup(redact_log_records(run.redactor))  # log records leave through the redactor too
-    node_ids = take_node_ids(config.args, config.invocation_params.dir)  # on workers too: they re-parse the argv
-    with usage_errors(run.redactor.text):
-        only = select_renderings(node_ids, run.settings.model, run.dataset, run.advice.list_ids()) if node_ids else None
-    config.pluginmanager.register(ActiveRun(run, only), "sys1cal-run")
-    if run.recording is not None:  # a replay pays for none of recording's hooks or imports
-        from .session.recording_hooks import RecordingHooks
-
-        config.pluginmanager.register(
-            RecordingHooks(run, run.recording, controller=run.controller), "sys1cal-recording"
-        )
+    start(config)
 
 
 def _no_node_ids_without_sys1cal(config: pytest.Config) -> None:
@@ -93,164 +54,3 @@ def _no_node_ids_without_sys1cal(config: pytest.Config) -> None:
     named = [arg for arg in config.args if arg.startswith("sys1cal::")]
     if named:
         raise pytest.UsageError(f"{named[0]} is a benchmark item, which runs only with --sys1cal; add --sys1cal")
-
-
-class XdistHooks:
-    """Registered on the controller only when xdist is present: what the workers are handed."""
-
-    def __init__(self, run: Sys1CalRun):
-        self.run = run
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        from .options import WORKERINPUT_KEY
-        from .session.signals import worker_pid
-
-        node.workerinput[WORKERINPUT_KEY] = self.run.settings.to_json()
-        node.workerinput.update(self.run.workerinput())
-        pid = worker_pid(node)
-        if pid is not None:  # a SIGTERM is passed on to the workers, so they stop sending at once
-            self.run.signals.worker_pids.append(pid)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        # The controller collects nothing itself: the selection is the workers' (each collects all of it).
-        from .session.collect import renderings_of_nodeids
-
-        run = self.run
-        run.interruption.selected = len(renderings_of_nodeids(ids, run.settings.model, run.dataset))
-
-
-class ActiveRun:
-    """The hooks of a run with ``--sys1cal``. On an xdist worker it measures; on the controller (or
-    without xdist) it also aggregates the results that arrive on test reports and prints once."""
-
-    def __init__(self, run: Sys1CalRun, only: Sequence[Rendering] | None = None):
-        self.run = run
-        self.controller = run.controller
-        self.only = only  # the renderings named by node id on the command line; None: every rendering
-
-    def pytest_report_header(self) -> str:
-        return self.run.header()
-
-    def pytest_ignore_collect(self, config: pytest.Config) -> bool | None:
-        # `pytest --sys1cal` with no path arguments runs the benchmark alone; name paths to add your tests.
-        return True if config.args_source != pytest.Config.ArgsSource.ARGS else None
-
-    @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so they apply to our items
-    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
-        from .session.collect import collect_suite
-
-        run = self.run
-        items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer, self.only)
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        # The selection after -k/-m deselection: what an interrupted run's report counts as selected.
-        from .session.collect import renderings_of
-
-        if self.controller and not session.config.pluginmanager.has_plugin("dsession"):
-            self.run.interruption.selected = len(renderings_of(session.items, self.run.measurer))
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Generator[None, Any, Any]:
-        # Ctrl-C, a stop an item asked for (session.shouldstop: a fatal error), xdist's stops, pytest.exit. A
-        # wrapper: the reason is kept, and the traceback made showable, before pytest's terminal formats it.
-        from .session.interruption import reason_of, showable
-
-        self.run.interruption.stopped(reason_of(excinfo.value))
-        showable(excinfo)
-        return (yield)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
-        report = yield
-        if call.when != "teardown":
-            from .session.collect import row_of
-
-            result = row_of(item, report, call)
-            if result is not None:
-                # Serialised with the report, so it reaches the xdist controller; compact, so that neither the
-                # wire nor the controller's memory carries more than the answers.
-                report.sys1cal = result.to_wire()
-        return report
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        row = getattr(report, "sys1cal", None)
-        if self.controller and row is not None and report.when in ("setup", "call"):
-            from .results import ResultRow
-
-            self.run.add_result(ResultRow.from_wire(row))
-            del report.sys1cal  # pytest keeps every report until the end; the run keeps the row
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not self.controller:
-            return
-        run = self.run
-        run.signals.ending()
-        if session.shouldfail:  # -x/--maxfail: pytest ends the loop without an interrupt
-            run.interruption.stopped(f"-x/--maxfail: {session.shouldfail}")
-        run.finish()
-        if run.report is not None:
-            self._report_gates(session.config)
-        self._mark_interrupted(session.config)
-        ok = session.exitstatus == pytest.ExitCode.OK
-        if run.finish_error:
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-        elif run.interruption.finishing:
-            session.exitstatus = pytest.ExitCode.INTERRUPTED
-        elif run.report is not None and not run.report.passed and ok:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        elif run.outputs.failed and ok:  # a report asked for and not written fails the run (exit 3)
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-
-    def _log_hook(self, config: pytest.Config) -> Any:
-        """The report hook without the terminal, last-failed cache and stepwise plugins (and this one): what
-        the run adds to the items (gates, the interruption) is not an item that --lf could rerun, and the
-        summary speaks for the terminal."""
-        skip = [config.pluginmanager.get_plugin(name) for name in ("terminalreporter", "lfplugin", "stepwiseplugin")]
-        return config.pluginmanager.subset_hook_caller("pytest_runtest_logreport", [p for p in (*skip, self) if p])
-
-    def _mark_interrupted(self, config: pytest.Config) -> None:
-        """An interrupted run (or end-of-run work) says so in the JUnit XML too (interruption.py)."""
-        from .session.interruption import mark_junit
-
-        run = self.run
-        text = run.interruption.junit_text(run.report.data if run.report else None, len(run.rows))
-        if text:
-            from .report.escape import one_line
-
-            mark_junit(config, one_line(run.redactor.text(text)), str(run.dataset.path), self._log_hook(config))
-
-    def _report_gates(self, config: pytest.Config) -> None:
-        """Hand each gate to report plugins (JUnit XML writes it as a test case) as a test report; the
-        terminal counts the ones that did not pass."""
-        from .session.collect import gate_reports, mark_upgrade
-        from .vocabulary import Verdict
-
-        assert self.run.report is not None
-        mark_upgrade(config, self.run.report.data.get("comparison"), self.run.redactor.text)
-        hook = self._log_hook(config)
-        terminal = config.pluginmanager.get_plugin("terminalreporter")
-        for report, gate in gate_reports(self.run.report.gates, self.run.gate_location, self.run.redactor.text):
-            hook(report=report)
-            if terminal is not None and report.failed:
-                # Counted with the items, so pytest's last line says "1 failed" (or "1 inconclusive"), not
-                # a green "365 passed".
-                kind = "inconclusive" if gate.verdict == Verdict.INCONCLUSIVE else "failed"
-                terminal.stats.setdefault(kind, []).append(report)
-
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-        if self.controller and not config.option.collectonly:
-            terminalreporter.write_sep("=", "sys1cal")
-            for text, markup in self.run.summary:
-                terminalreporter.write_line(text, **markup)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_internalerror(self, excrepr: Any) -> None:
-        # Redacted in place before the terminal (or xdist, on a worker) writes it: a bug's message or its
-        # --showlocals may hold the key.
-        self.run.redactor.fields(excrepr)
-
-    def pytest_unconfigure(self) -> None:
-        self.run.close()

@@ -32,7 +32,13 @@ class Redactor:
     Authorization token) are secrets too, as is a user name given without a password (``http://TOKEN@host``)."""
 
     def __init__(self, secrets: Iterable[str | None] = (), urls: Iterable[str | None] = ()):
-        values: set[str] = set()
+        self.secrets: tuple[str, ...] = ()
+        self.learn(secrets, urls)
+
+    def learn(self, secrets: Iterable[str | None] = (), urls: Iterable[str | None] = ()) -> None:
+        """Know these secrets too, from now on: a run's redactor is made before the adapter has read the key
+        (so the options' and the dataset's errors go through it) and learns the key once it has."""
+        values: set[str] = set(self.secrets)
         for secret in secrets:
             values |= _forms(secret)
         for url in urls:

@@ -1,7 +1,7 @@
-"""The state of one ``pytest --sys1cal`` run (kept in ``config.stash``), composed of its three pieces: the
-`Settings` (options.py, resolved once), the `CassetteFolder` (store/folder.py) and the report built at the
-end (run_report.py). Here they are put together at configure, the measured rows collected on the controller,
-and the report built, written and summarised once at the end."""
+"""The state of one ``pytest --sys1cal`` run (kept in ``config.stash``), composed of its pieces: the `Settings`
+(options.py, resolved once), the adapter, the `CassetteFolder` (store/folder.py), the thresholds and the
+baseline, and the report built at the end (run_report.py). Here they are put together at configure and the
+measured rows collected on the controller; the end of the run is session/ending.py's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import contextlib
 import importlib
 import os
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,14 +26,13 @@ from .options import Settings, pytest_outputs
 from .recording.proxies import proxy_urls
 from .redact import Redactor
 from .report.escape import one_line
-from .report.terminal import RED, Line
+from .report.terminal import Line
 from .results import ResultRow
-from .run_report import Baseline, Report, RunFacts, build_report
+from .run_report import Baseline, Report
 from .session.advice import Advice
-from .session.gate_advice import write_gates
 from .session.interruption import Interruption
 from .session.outputs import Outputs
-from .session.signals import SIGTERM, SignalStop, Terminated, signal_name
+from .session.signals import SignalStop
 from .store.folder import CassetteFolder, reference_root
 from .versions.baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
 
@@ -59,55 +57,20 @@ class Sys1CalRun:
     """`controller`: this process aggregates, gates and reports (no xdist, or xdist's controller). A worker
     builds only what measuring needs, with the repeats the controller decided (`workerinput`)."""
 
-    _recording_closed = False  # the recording's end was settled (finish, or a stopped finish)
-
     def __init__(self, config: pytest.Config, settings: Settings, *, controller: bool, repeats: int | None = None):
         self.config = config
         self.settings = settings
         self.controller = controller
         registered = config.hook.pytest_sys1cal_adapters()
-        self.redactor = Redactor(urls=[settings.base_url])  # every message leaves through it; the key comes next
+        # Every message leaves through the one redactor; it learns the key once the adapter has read it. A
+        # proxy's credentials are secrets too (recording/proxies.py).
+        self.redactor = Redactor(urls=[settings.base_url, *proxy_urls(os.environ)])
         with usage_errors(self.redactor.text):
-            self.outputs = Outputs(settings, pytest_outputs(config) if controller else None)
-            if controller:
-                self.outputs.check()
-            self.dataset: Dataset = load_dataset(settings.dataset)
-            self.adapter: ModelAdapter = make_adapter(
-                settings.model,
-                registered,
-                version=settings.model_version,
-                base_url=settings.base_url,
-                environ=os.environ,
-            )
-        config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=self.adapter)
-        proxies = proxy_urls(os.environ)  # a proxy's credentials are secrets too (recording/proxies.py)
-        self.redactor = Redactor(self.adapter.secrets, [self.adapter.base_url, settings.base_url, *proxies])
-        # The bundled reference set stands in for a project's own jev-1.13.0 folder when it has none.
-        self.reference = reference_root(
-            settings.cassettes,
-            settings.model,
-            self.adapter.version,
-            settings.record_mode,
-            default_root=settings.default_cassettes,
-        )
-        with usage_errors(self.redactor.text):
-            self.thresholds = (
-                thresholds_in_force(settings, self.adapter, registered, self.reference) if controller else None
-            )
-            self.folder = folder_of(settings, self.adapter, self.redactor, self.reference)
-            self.advice = Advice(settings, self.adapter, self.dataset, self.folder)
-            if controller:
-                self.folder.check(self.dataset, self.advice, collect_only=config.option.collectonly)
-        self.adapter.use_recorded_settings(self.folder.recorded_settings)
-        with usage_errors(self.redactor.text):
-            self.baseline = (
-                baseline_of(config, settings, self, registered) if controller and settings.baseline else None
-            )
-            baseline_repeats = averaged_repeats(self.baseline.report) if self.baseline else None
-            self.repeats = repeats or self.folder.repeats(settings.repeats, baseline_repeats)
-            if self.baseline is not None:
-                check_repeats(self.baseline, self.repeats, self.folder.repeats_per_answer)
+            self._inputs(registered)
+            self._store(registered)
+            self._baseline(registered, repeats)
         self.recording = recording_of(config, settings, controller, self.redactor) if settings.recording else None
+        self.recording_closed = False  # the recording's end was settled (session/ending.py)
         self.measurer = Measurer(
             self.adapter,
             self.folder,
@@ -124,6 +87,51 @@ class Sys1CalRun:
         self.signals = SignalStop(worker=not controller)  # SIGTERM like Ctrl-C; installed by the plugin
 
     # ------------------------------------------------------------------ configure
+
+    def _inputs(self, registered: Any) -> None:
+        """The output paths checked (on the controller), the dataset loaded, the adapter made and configured."""
+        config, settings = self.config, self.settings
+        self.outputs = Outputs(settings, pytest_outputs(config) if self.controller else None)
+        if self.controller:
+            self.outputs.check()
+        self.dataset: Dataset = load_dataset(settings.dataset)
+        self.adapter: ModelAdapter = make_adapter(
+            settings.model, registered, version=settings.model_version, base_url=settings.base_url, environ=os.environ
+        )
+        config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=self.adapter)
+        self.redactor.learn(self.adapter.secrets, [self.adapter.base_url])
+
+    def _store(self, registered: Any) -> None:
+        """The thresholds in force and the cassette folder (the bundled reference set stands in for a project's
+        own jev-1.13.0 folder when it has none), checked; the adapter asks what the folder recorded."""
+        settings, adapter = self.settings, self.adapter
+        self.reference = reference_root(
+            settings.cassettes,
+            settings.model,
+            adapter.version,
+            settings.record_mode,
+            default_root=settings.default_cassettes,
+        )
+        self.thresholds = (
+            thresholds_in_force(settings, adapter, registered, self.reference) if self.controller else None
+        )
+        self.folder = folder_of(settings, adapter, self.redactor, self.reference)
+        self.advice = Advice(settings, adapter, self.dataset, self.folder)
+        if self.controller:
+            self.folder.check(self.dataset, self.advice, collect_only=self.config.option.collectonly)
+        adapter.use_recorded_settings(self.folder.recorded_settings)
+
+    def _baseline(self, registered: Any, repeats: int | None) -> None:
+        """The upgrade gate's baseline (on the controller) and the repeats: a worker's from the controller, else
+        the folder's (or as many as the baseline averages, when recording)."""
+        settings = self.settings
+        self.baseline = (
+            baseline_of(self.config, settings, self, registered) if self.controller and settings.baseline else None
+        )
+        baseline_repeats = averaged_repeats(self.baseline.report) if self.baseline else None
+        self.repeats = repeats or self.folder.repeats(settings.repeats, baseline_repeats)
+        if self.baseline is not None:
+            check_repeats(self.baseline, self.repeats, self.folder.repeats_per_answer)
 
     def workerinput(self) -> dict[str, Any]:
         """What an xdist worker needs from the controller's configure: the repeats it decided."""
@@ -166,97 +174,6 @@ class Sys1CalRun:
     def add_result(self, row: ResultRow) -> None:
         self.rows.add(row)
 
-    def finish(self) -> None:
-        """Build the report, write its files and the manifest, and prepare the summary. Never raises: a
-        summary hook that raises loses pytest's own summary, so a failure here becomes a red line instead."""
-        lines: list[Line] = []
-        self.signals.phase = "analysis"  # a SIGTERM now stops the analysis, as a second Ctrl-C does (signals.py)
-        try:
-            if self.signals.skip_analysis:  # a second SIGTERM before the analysis began: end at once
-                raise Terminated(SIGTERM)
-            self._close_recording()
-            if self.settings.dry_run:  # --sys1cal-dry-run: the checks said what they found; nothing ran
-                lines.append(("dry run: no rendering was measured or recorded, and no report written", {}))
-            elif not self.rows:
-                lines.append(self.interruption.nothing_ran())
-            else:
-                started = time.perf_counter()
-                self.report = build_report(
-                    self._facts(), self.rows, self.dataset, self.thresholds, self.baseline, self._node_ids()
-                )
-                advice = self._gate_advice(self.report)
-                lines += self._report_lines(self.report, advice)
-                lines += self.outputs.write(self.report, self.baseline, self.redactor, advice)
-                if self.outputs.interrupted:  # Ctrl-C while a file was drawn: outputs.py said which
-                    lines.append(self.interruption.drawing_stopped())
-                else:
-                    seconds = time.perf_counter() - started
-                    lines.append((f"analysis and reports of {len(self.rows)} renderings: {seconds:.2f} s", {}))
-        except KeyboardInterrupt as exc:  # Ctrl-C (a second one, after an interrupted run) or SIGTERM in the work
-            self.signals.phase = "after"
-            self._close_recording_quietly()
-            self.interruption.signal = signal_name(exc)
-            lines += self.interruption.analysis_stopped(len(self.rows))
-            lines += self.outputs.not_written(f"the analysis was interrupted ({self.interruption.signal})")
-        except Exception as exc:  # noqa: BLE001 - reported in the summary, with the traceback under -v
-            import traceback
-
-            self.finish_error = f"{type(exc).__name__}: {exc}"
-            lines.append((f"sys1cal could not finish the analysis: {self.finish_error}", RED))
-            if self.config.get_verbosity() > 0:
-                lines += [(text, {}) for text in traceback.format_exc().splitlines()]
-            else:
-                lines.append(("(run with -v for the traceback)", {}))
-        self.signals.phase = "after"
-        # Each entry one terminal line, whatever a server's words in it hold (report/escape.py).
-        self.summary = [(one_line(self.redactor.text(text)), markup) for text, markup in lines]
-
-    def _facts(self) -> RunFacts:
-        return RunFacts(
-            model=self.settings.model,
-            version=self.adapter.version,
-            source=self.folder.source,
-            server_model=self.folder.server_model,
-            repeats=self.repeats,
-            repeats_per_answer=self.folder.repeats_per_answer,
-            seed=self.settings.seed,
-            bootstrap=self.settings.bootstrap,
-            recalibration_splits=self.settings.recalibration_splits,
-            selected=self.interruption.selected,
-            stopped=self.interruption.reason,
-            write_gates=write_gates(self.advice),
-        )
-
-    def _gate_advice(self, report: Report) -> list[str]:
-        """What to do after a failed gate (session/gate_advice.py); with no gate at all on a full run that wrote
-        its report, the command that writes them from it; else nothing."""
-        from .run_report import partial_run
-        from .session.gate_advice import after_failed_gates, from_this_report
-
-        gates = report.data.get("gates") or []
-        if not gates:
-            data = report.data
-            partial = partial_run(data["counts"], len(self.dataset.renderings), data.get("interrupted"))
-            shortcut = None if partial else from_this_report(self.advice)
-            return [shortcut] if shortcut else []
-        if not any(g.get("verdict") == "FAILED" for g in gates):
-            return []
-        baseline = self.baseline.name if self.baseline else None
-        return after_failed_gates(self.advice, report.data, self.thresholds, baseline)
-
-    def _node_ids(self) -> dict[str, str] | None:
-        """Instance id → the node id that re-runs it, for the renderings an upgrade comparison lists."""
-        if self.baseline is None:
-            return None
-        from .session.node_ids import node_id
-
-        return {r.instance_id: node_id(self.settings.model, r) for r in self.dataset.renderings}
-
-    def _report_lines(self, report: Report, advice: list[str]) -> list[Line]:
-        from .report.terminal import summary_lines
-
-        return summary_lines(report.data, advice, self.advice.thresholds_file, self.advice.command("none"))
-
     def gate_location(self, name: str) -> tuple[str, int]:
         """The file and line that configure the gate `name` (for JUnit XML)."""
         thresholds = self.thresholds
@@ -265,18 +182,6 @@ class Sys1CalRun:
                 if gate.name == name:
                     return str(thresholds.path), gate.line
         return str(self.settings.baseline or self.settings.thresholds or self.dataset.path), 1
-
-    def _close_recording(self) -> None:
-        if self.recording is not None and not self._recording_closed:
-            self.recording.close()
-            self.folder.finish_recording(self.rows, self.repeats)
-            self._recording_closed = True
-
-    def _close_recording_quietly(self) -> None:
-        """The recording's end when the end-of-run work was stopped: cassettes finished are kept, and the
-        manifest says what was recorded (best effort: a second signal may land anywhere)."""
-        with contextlib.suppress(Exception, KeyboardInterrupt):
-            self._close_recording()
 
     def close(self) -> None:
         self.signals.uninstall()

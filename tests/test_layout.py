@@ -398,3 +398,20 @@ def test_the_readme_layout_lists_every_module() -> None:
     assert not missing, f"modules README's layout does not name under their own folder: {missing}"
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert set(blocks) - {""} == folders, f"layout folders {sorted(set(blocks) - {''})} vs the tree's {sorted(folders)}"
+
+
+def test_every_flag_the_package_names_is_an_option_it_defines() -> None:
+    """Messages, help texts and generated files name flags in words; each `--sys1cal…` they name is one that
+    options.py defines, so a renamed option cannot leave a message pointing at a flag that no longer exists."""
+    from pytest_sys1cal.options import OPTIONS
+
+    defined = {option.flag for option in OPTIONS} | {"--sys1cal", "--sys1cal-dry-run"}
+    named = re.compile(r"--sys1cal(?:-[a-z0-9]+)*")
+    unknown = [
+        f"{path.relative_to(REPO)}:{number} names {flag}"
+        for path in modules()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        for flag in named.findall(line)
+        if flag not in defined
+    ]
+    assert not unknown, "\n".join(unknown)

@@ -1,0 +1,107 @@
+"""The end of a run, on the controller: the recording closed, the report built once from the rows, its files
+written and its summary prepared. Never raises: a summary hook that raises loses pytest's own summary, so a
+failure becomes a red line, and a Ctrl-C or SIGTERM during the work (signals.py) is said, not raised."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import traceback
+from typing import TYPE_CHECKING
+
+from ..report.escape import one_line
+from ..report.terminal import RED, Line, summary_lines
+from ..run_report import Report, RunFacts, build_report, partial_run
+from .gate_advice import after_failed_gates, from_this_report, write_gates
+from .node_ids import node_id
+from .signals import SIGTERM, Terminated, signal_name
+
+if TYPE_CHECKING:
+    from ..run import Sys1CalRun
+
+
+def finish(run: Sys1CalRun) -> None:
+    """Build the report, write its files and the manifest; `run.summary` holds the lines to print."""
+    lines: list[Line] = []
+    run.signals.phase = "analysis"  # a SIGTERM now stops the analysis, as a second Ctrl-C does (signals.py)
+    try:
+        if run.signals.skip_analysis:  # a second SIGTERM before the analysis began: end at once
+            raise Terminated(SIGTERM)
+        close_recording(run)
+        if run.settings.dry_run:  # --sys1cal-dry-run: the checks said what they found; nothing ran
+            lines.append(("dry run: no rendering was measured or recorded, and no report written", {}))
+        elif not run.rows:
+            lines.append(run.interruption.nothing_ran())
+        else:
+            lines += _report(run)
+    except KeyboardInterrupt as exc:  # Ctrl-C (a second one, after an interrupted run) or SIGTERM in the work
+        run.signals.phase = "after"
+        with contextlib.suppress(Exception, KeyboardInterrupt):  # best effort: a second signal may land anywhere
+            close_recording(run)
+        run.interruption.signal = signal_name(exc)
+        lines += run.interruption.analysis_stopped(len(run.rows))
+        lines += run.outputs.not_written(f"the analysis was interrupted ({run.interruption.signal})")
+    except Exception as exc:  # noqa: BLE001 - reported in the summary, with the traceback under -v
+        run.finish_error = f"{type(exc).__name__}: {exc}"
+        lines.append((f"sys1cal could not finish the analysis: {run.finish_error}", RED))
+        if run.config.get_verbosity() > 0:
+            lines += [(text, {}) for text in traceback.format_exc().splitlines()]
+        else:
+            lines.append(("(run with -v for the traceback)", {}))
+    run.signals.phase = "after"
+    # Each entry one terminal line, whatever a server's words in it hold (report/escape.py).
+    run.summary = [(one_line(run.redactor.text(text)), markup) for text, markup in lines]
+
+
+def close_recording(run: Sys1CalRun) -> None:
+    """The recording's end, once: its engine closed and the manifest saying what was recorded (the cassettes it
+    finished are kept, also when the end-of-run work was stopped)."""
+    if run.recording is not None and not run.recording_closed:
+        run.recording.close()
+        run.folder.finish_recording(run.rows, run.repeats)
+        run.recording_closed = True
+
+
+def _report(run: Sys1CalRun) -> list[Line]:
+    started = time.perf_counter()
+    nodes = {r.instance_id: node_id(run.settings.model, r) for r in run.dataset.renderings} if run.baseline else None
+    run.report = build_report(_facts(run), run.rows, run.dataset, run.thresholds, run.baseline, nodes)
+    advice = _gate_advice(run, run.report)
+    lines = summary_lines(run.report.data, advice, run.advice.thresholds_file, run.advice.command("none"))
+    lines += run.outputs.write(run.report, run.baseline, run.redactor, advice)
+    if run.outputs.interrupted:  # Ctrl-C while a file was drawn: outputs.py said which
+        return [*lines, run.interruption.drawing_stopped()]
+    seconds = time.perf_counter() - started
+    return [*lines, (f"analysis and reports of {len(run.rows)} renderings: {seconds:.2f} s", {})]
+
+
+def _facts(run: Sys1CalRun) -> RunFacts:
+    return RunFacts(
+        model=run.settings.model,
+        version=run.adapter.version,
+        source=run.folder.source,
+        server_model=run.folder.server_model,
+        repeats=run.repeats,
+        repeats_per_answer=run.folder.repeats_per_answer,
+        seed=run.settings.seed,
+        bootstrap=run.settings.bootstrap,
+        recalibration_splits=run.settings.recalibration_splits,
+        selected=run.interruption.selected,
+        stopped=run.interruption.reason,
+        write_gates=write_gates(run.advice),
+    )
+
+
+def _gate_advice(run: Sys1CalRun, report: Report) -> list[str]:
+    """What to do after a failed gate (gate_advice.py); with no gate at all on a full run that wrote its report,
+    the command that writes them from it; else nothing."""
+    data = report.data
+    gates = data.get("gates") or []
+    if not gates:
+        partial = partial_run(data["counts"], len(run.dataset.renderings), data.get("interrupted"))
+        shortcut = None if partial else from_this_report(run.advice)
+        return [shortcut] if shortcut else []
+    if not any(g.get("verdict") == "FAILED" for g in gates):
+        return []
+    baseline = run.baseline.name if run.baseline else None
+    return after_failed_gates(run.advice, data, run.thresholds, baseline)
