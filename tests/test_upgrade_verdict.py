@@ -133,7 +133,7 @@ def test_a_worse_version_fails_the_upgrade_and_every_output_says_so_first(
     for text in (summary, comment):
         assert not machine_paths(text, pytester.path, REPO, root), text[:2000]
     # The README's "On the pull request" quotes this comment, as this run writes it (its folded table cut short).
-    readme = (REPO / "README.md").read_text(encoding="utf-8").split("**On the pull request.**", 1)[1]
+    readme = (REPO / "README.md").read_text(encoding="utf-8").split("### On the pull request", 1)[1]
     quoted = [line.removeprefix(">").removeprefix(" ") for line in readme.splitlines() if line.startswith(">")]
     written = comment.splitlines()[1:]
     cut = quoted.index(
@@ -167,7 +167,10 @@ def test_a_better_version_passes_the_upgrade_beside_its_failed_absolute_gates(
         "absolute gates: 2 of 21 FAILED",
     ]
     recap = lines.index(lines[0], 1)  # and repeated under the gate block, where a CI log ends
-    assert lines[recap - 1 : recap + 2] == ["", *lines[:2]] and "otherwise this is a regression." in lines[recap - 2]
+    assert (
+        lines[recap - 1 : recap + 2] == ["", *lines[:2]]
+        and "otherwise this is a regression" in lines[recap - 2].lower()
+    )
     comparison = json.loads(files["report"].read_text(encoding="utf-8"))["comparison"]
     assert comparison["verdict"] == "passed" and comparison["headline"] == PASSED_LINE
     assert {p: row["verdict"] for p, row in comparison["primitives"].items()} == dict.fromkeys(

@@ -71,6 +71,20 @@ def markdown_text(text: str) -> str:
     return "\\" + escaped
 
 
+class Code(str):
+    """A Markdown code span made by `code_span`: already inert, so a table leaves it as it is."""
+
+
+def code_span(text: str) -> Code:
+    """`text` as an inline code span that shows it literally (a node id, a gate name): fenced by one backtick
+    more than its longest run of them, on one line, with ``|`` escaped (a GitHub table cell ends at a bare one,
+    even inside a span; the backslash there is not shown)."""
+    flat = one_line(text).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return Code(f"{fence}{pad}{flat}{pad}{fence}")
+
+
 def _inside_word(text: str, index: int) -> bool:
     before = text[index - 1] if index else ""
     after = text[index + 1] if index + 1 < len(text) else ""

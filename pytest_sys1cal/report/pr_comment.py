@@ -13,6 +13,8 @@ from pathlib import Path
 
 from ..vocabulary import Verdict
 from .document import ReportDocument
+from .escape import code_span
+from .escape import markdown_text as md  # text from the report is data (escape.py)
 from .gates import headline
 from .markdown import ICONS, html_link, measured, without_machine_paths
 from .table import Table, markdown
@@ -43,20 +45,23 @@ def comment_markdown(
     lines = [MARKER]
     if comparison is None:
         outcome, phrase = headline(result)
-        lines += [f"### {ICONS[outcome]} Sys1Cal calibration: {model['name']} {model['version']} — {phrase}", ""]
+        lines += [
+            f"### {ICONS[outcome]} Sys1Cal calibration: {md(model['name'])} {md(model['version'])} — {phrase}",
+            "",
+        ]
         lines += _failed_gates(result, absolute_only=False)
     else:
         kind = verdict_kind(comparison["verdict"])
         head = comparison["headline"].split(" (")[0] if comparison["summary"] else comparison["headline"]
-        lines += [f"### {ICONS[kind]} Sys1Cal {head}", ""]
+        lines += [f"### {ICONS[kind]} Sys1Cal {md(head)}", ""]
         if comparison["summary"]:
-            lines += [f"**{comparison['summary']}**", ""]
+            lines += [f"**{md(comparison['summary'])}**", ""]
         stopped = f"; {measured(result)}" if result.get("interrupted") else ""
-        lines += [f"{sentence(baseline_line(comparison))}{stopped}.", ""]
+        lines += [f"{md(sentence(baseline_line(comparison)))}{md(stopped)}.", ""]
         lines += _compact(delta_table(result), [DELTA_NOTE])
         absolute = comparison["absolute_gates"]
         lines += [
-            f"{ICONS[absolute['outcome']]} **{sentence(absolute['line'])}** (the thresholds file's floors and "
+            f"{ICONS[absolute['outcome']]} **{md(sentence(absolute['line']))}** (the thresholds file's floors and "
             "ceilings, a verdict of their own beside the upgrade's)",
             "",
         ]
@@ -86,7 +91,7 @@ def _failed_gates(result: ReportDocument, *, absolute_only: bool) -> list[str]:
     ]
     if not failed:
         return []
-    named = ", ".join(f"`{name}`" for name in failed[:FAILED_NAMED])
+    named = ", ".join(code_span(name) for name in failed[:FAILED_NAMED])
     more = f" and {len(failed) - FAILED_NAMED} more" if len(failed) > FAILED_NAMED else ""
     return [f"FAILED: {named}{more}.", ""]
 
@@ -96,13 +101,13 @@ def _moves(result: ReportDocument) -> list[str]:
     table = moves_table(result, SUMMARY_TOP)
     if comparison is None or table is None:
         return []
-    rows = [[f"`{row[0].replace('`', '')}`", *row[1:]] for row in table.rows]
+    rows = [[code_span(row[0]), *row[1:]] for row in table.rows]
     return [
-        f"<details><summary>{table.title}</summary>",
+        f"<details><summary>{md(table.title)}</summary>",
         "",
         *[line for line in markdown(Table(title="", columns=table.columns, rows=rows))[2:] if line],
         "",
-        f"<sub>{moves_summary(comparison).replace('<', '&lt;').replace('>', '&gt;')}. D = OVL new − OVL baseline "
+        f"<sub>{md(moves_summary(comparison))}. D = OVL new − OVL baseline "
         "of one rendering; re-run one with "
         "<code>pytest --sys1cal '&lt;node id&gt;'</code> and this run's options.</sub>",
         "",

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..defaults import P_FLOOR
-from .escape import markdown_text
+from .escape import Code, markdown_text
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,12 @@ def aligned(columns: list[str], rows: list[list[str]]) -> list[str]:
 
 def markdown(table: Table) -> list[str]:
     """The table as GitHub Markdown: bold title, header, rows (numbers right-aligned), notes in italics. Every
-    text is data (escape.py): a cell may hold a family name from a dataset, a version, a server's words."""
-    escape = markdown_text
+    text is data (escape.py): a cell may hold a family name from a dataset, a version, a server's words; a cell
+    that is already a code span (escape.code_span) is kept as it is."""
+
+    def escape(text: str) -> str:
+        return text if isinstance(text, Code) else markdown_text(text)
+
     lines = [f"**{escape(table.title)}**", "", "| " + " | ".join(map(escape, table.columns)) + " |"]
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(table.columns) - 1)) + "|")
     lines += ["| " + " | ".join(escape(cell) for cell in row) + " |" for row in table.rows]
