@@ -279,6 +279,9 @@ def test_retryable_faults_end_in_complete_recordings(
         result = record(
             pytester, server.url, path, root, "--sys1cal-repeats=2", "--sys1cal-concurrency=4", "--sys1cal-rate=0",
             "--sys1cal-timeout=0.4",
+            # The faults take about a second to get through, longer than the breaker's default (two timeouts):
+            # they are retries to sit out, not a server that answers nothing (tests/test_stalls.py).
+            "--sys1cal-stall-limit=30",
         )  # fmt: skip
         result.assert_outcomes(passed=6)
         assert server.requests == 12 + len(script)
