@@ -491,7 +491,7 @@ def test_the_readmes_upgrade_flow_works_verbatim_against_a_jev_wire_server(
         [
             "jev jev-1.14.0 (recorded cassettes, 10 repeats) on sys1cal-v1: 365 of 365 selected renderings measured*",
             "notice: the server reported model jevcompat-mock-0.1, not the pinned jev-1.14.0*",
-            "Upgrade comparison against the baseline report (paired by rendering)",
+            "Upgrade comparison against the baseline jev-1.13.0 (paired by rendering)",
             "Noul mean OVL *0.9183*",
             "*Regression margins: δ 0.02 (passes within), δ₀ 0.01 (fails beyond), α 0.05, inconclusive: fail; "
             f"from {pytester.path / 'thresholds.yaml'}, jev.regression",

@@ -469,7 +469,7 @@ def test_two_recordings_of_the_same_model_pass_the_baseline_gate_end_to_end(
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines(
         [
-            "Upgrade comparison against the baseline report (paired by rendering)",
+            "Upgrade comparison against the baseline jev-latest (paired by rendering)",
             "metric*baseline*new*Δ*limit*verdict",
             "Noul mean OVL *0.99* *0.99* *-0.0200*passed",
             "Choice mean OVL *0.99* *0.99* *-0.0200*passed",

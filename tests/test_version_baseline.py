@@ -72,7 +72,7 @@ def test_a_version_baseline_fails_the_worse_version_with_the_delta_of_a_saved_re
     assert failing.ret == pytest.ExitCode.TESTS_FAILED
     failing.stdout.fnmatch_lines(
         [
-            "Upgrade comparison against the baseline report (paired by rendering)",
+            f"Upgrade comparison against the baseline {OLD} (paired by rendering)",
             "Noul mean OVL *0.9183*0.8362*-0.0822*FAILED",
             "Choice mean OVL *0.7638*0.8023*+0.0385*passed",
             "Score mean OVL *0.8861*0.8211*-0.0651*FAILED",

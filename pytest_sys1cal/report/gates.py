@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..gates.margins import margins_phrase
@@ -63,6 +63,13 @@ def _observed_and_limit(gate: GateJSON) -> list[str]:
     return [observed, limit]
 
 
+def _baseline_name(comparison: Mapping[str, Any] | None) -> str:
+    """The baseline as the table's title names it: its version (a report written before the comparison block
+    existed says only "the baseline report")."""
+    version = ((comparison or {}).get("baseline") or {}).get("version")
+    return f"the baseline {version}" if version else "the baseline report"
+
+
 def comparison_table(result: ReportDocument) -> Table | None:
     """The upgrade comparison: baseline and new side by side, for each regression gate, with the one-sided
     bounds that decided it and both margins (fails below −δ₀, passes only above the limit −δ)."""
@@ -74,7 +81,7 @@ def comparison_table(result: ReportDocument) -> Table | None:
     comparison = result.get("comparison")
     named = [f"{sentence(baseline_line(comparison))}."] if comparison else []
     return Table(
-        title="Upgrade comparison against the baseline report (paired by rendering)",
+        title=f"Upgrade comparison against {_baseline_name(comparison)} (paired by rendering)",
         columns=["metric", "baseline", "new", "Δ", "lower bound", "upper bound", "fails below", "limit", "verdict"],
         rows=[_comparison_row(g) for g in rows],
         notes=[*named, *_margin_notes(rows), *(g["explanation"] for g in rows if g.get("explanation"))],
