@@ -194,3 +194,19 @@ def test_the_helpers() -> None:
     )
     assert quoted("jev-1.13.0") == "jev-1.13.0" and quoted("org/m:8b") == "org/m:8b" and quoted("a b") == '"a b"'
     assert quoted("x" * 500).endswith('… (500 characters)"')
+
+
+def test_a_code_span_shows_any_text_literally_and_a_table_keeps_it() -> None:
+    """Node ids and gate names go into the pull-request comment and the job summary as code spans: whatever
+    they hold (backticks, a table's |, a line break) renders as those characters, inside one span."""
+    from pytest_sys1cal.report.escape import code_span
+    from pytest_sys1cal.report.table import Table, markdown
+
+    texts = ["sys1cal::jev[bayes/x__seed_1]", "a`b", "`edge`", "pipe|in\nit"]
+    rows = [[code_span(text), "1"] for text in texts]
+    lines = markdown(Table(title="t", columns=["id", "n"], rows=rows))
+    tokens = summary_tokens("\n".join(lines))
+    shown = [t.content for t in tokens if t.type == "code_inline"]
+    assert shown == ["sys1cal::jev[bayes/x__seed_1]", "a`b", "`edge`", "pipe|in\\nit"]
+    cells = [t for t in tokens if t.type == "td_open"]
+    assert len(cells) == 2 * len(texts)  # the | inside a span did not split its cell

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from .breakdown_tables import family_delta_table
 from .document import ReportDocument
-from .escape import markdown_text
+from .escape import code_span, markdown_text
 from .gates import comparison_table, gate_table, headline
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
-from .table import markdown
+from .table import Table, markdown
 from .upgrade_text import SUMMARY_TOP, baseline_line, moves_table, sentence, verdict_kind
 
 ICONS = {"failed": "❌", "undecided": "⚠️", "passed": "✅", "none": "➖"}
@@ -41,7 +42,7 @@ def summary_markdown(
     if html is not None:
         lines += [html_link(html, environ or {}), ""]
     if comparison is not None:  # the upgrade first: its Δ table, the renderings that moved most, by family
-        ordered = [comparison_table(result), moves_table(result, SUMMARY_TOP), family_delta_table(result)]
+        ordered = [comparison_table(result), coded_ids(moves_table(result, SUMMARY_TOP)), family_delta_table(result)]
         ordered.append(gate_table(result))
     else:
         ordered = [gate_table(result), comparison_table(result), family_delta_table(result)]
@@ -49,6 +50,13 @@ def summary_markdown(
     for table in tables:
         lines += markdown(table)
     return without_machine_paths("\n".join(lines) + "\n", workdir)
+
+
+def coded_ids(table: Table | None) -> Table | None:
+    """The renderings table with each node id as a code span, shown and copied as it is typed."""
+    if table is None:
+        return None
+    return replace(table, rows=[[code_span(row[0]), *row[1:]] for row in table.rows])
 
 
 def heading(result: ReportDocument) -> list[str]:

@@ -16,7 +16,7 @@ from .document import ReportDocument
 from .escape import code_span
 from .escape import markdown_text as md  # text from the report is data (escape.py)
 from .gates import headline
-from .markdown import ICONS, html_link, measured, without_machine_paths
+from .markdown import ICONS, coded_ids, html_link, measured, without_machine_paths
 from .table import Table, markdown
 from .upgrade_text import (
     DELTA_NOTE,
@@ -98,14 +98,13 @@ def _failed_gates(result: ReportDocument, *, absolute_only: bool) -> list[str]:
 
 def _moves(result: ReportDocument) -> list[str]:
     comparison = comparison_of(result)
-    table = moves_table(result, SUMMARY_TOP)
+    table = coded_ids(moves_table(result, SUMMARY_TOP))
     if comparison is None or table is None:
         return []
-    rows = [[code_span(row[0]), *row[1:]] for row in table.rows]
     return [
         f"<details><summary>{md(table.title)}</summary>",
         "",
-        *[line for line in markdown(Table(title="", columns=table.columns, rows=rows))[2:] if line],
+        *[line for line in markdown(Table(title="", columns=table.columns, rows=table.rows))[2:] if line],
         "",
         f"<sub>{md(moves_summary(comparison))}. D = OVL new − OVL baseline "
         "of one rendering; re-run one with "
