@@ -7,7 +7,7 @@ the option order reversed: order is part of the question, and the only way to se
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from .dataset import Rendering
 
@@ -22,11 +22,30 @@ PREFIX = (
 )
 
 
+class QuestionTexts(NamedTuple):
+    """Every field of a rendering that its questions are built from, and nothing else: renderings with equal
+    texts are asked the same questions (an adapter may cache their encoding under this key)."""
+
+    proposition: str
+    choice_question: str
+    score_question: str
+    score_levels: tuple[str, ...]
+
+    @classmethod
+    def of(cls, rendering: Rendering) -> QuestionTexts:
+        return cls(rendering.proposition, rendering.choice_question, rendering.score_question, rendering.score_levels)
+
+
 def build_questions(rendering: Rendering, question_ids: tuple[str, ...] = ALL_QUESTIONS) -> dict[str, Any]:
     """The `questions` object of the request, keyed by our question ids, in the given order."""
-    prop = rendering.proposition
+    return questions_from(QuestionTexts.of(rendering), question_ids)
+
+
+def questions_from(texts: QuestionTexts, question_ids: tuple[str, ...] = ALL_QUESTIONS) -> dict[str, Any]:
+    """The `questions` object for these texts (a new object each call)."""
+    prop = texts.proposition
     true_text, false_text = f"The proposition is true: {prop}", f"The proposition is false: {prop}"
-    texts = {"True": true_text, "False": false_text}
+    option_texts = {"True": true_text, "False": false_text}
     questions: dict[str, Any] = {}
     for qid in question_ids:
         if qid == NOUL:
@@ -41,18 +60,18 @@ def build_questions(rendering: Rendering, question_ids: tuple[str, ...] = ALL_QU
                 "instructions": (
                     f"{PREFIX}Return the probability distribution over the exact truth-status options for "
                     f"the proposition; do not report confidence in your reasoning. "
-                    f"{rendering.choice_question} Proposition: {prop}"
+                    f"{texts.choice_question} Proposition: {prop}"
                 ),
-                "criteria": {option: texts[option] for option in CHOICE_OPTIONS[qid]},
+                "criteria": {option: option_texts[option] for option in CHOICE_OPTIONS[qid]},
             }
         elif qid == SCORE:
             questions[qid] = {
                 "type": "score",
                 "instructions": (
                     f"{PREFIX}Use the ordered rubric to score the truth degree of the proposition. "
-                    f"{rendering.score_question} Proposition: {prop}"
+                    f"{texts.score_question} Proposition: {prop}"
                 ),
-                "criteria": list(rendering.score_levels),
+                "criteria": list(texts.score_levels),
             }
         else:
             raise ValueError(f"unknown question id {qid!r}; known: {', '.join(ALL_QUESTIONS)}")

@@ -310,6 +310,35 @@ def test_any_base_url_and_model_name() -> None:
     assert env.base_url == "http://h:1"
 
 
+def test_the_bytes_sent_are_the_body_encoded_for_every_rendering_and_question_order() -> None:
+    """The request bytes are spliced from cached pieces (the questions' JSON is cached on the texts they are
+    built from); they must be exactly the body encoded whole, for every bundled rendering and any order."""
+    from dataclasses import replace
+
+    from pytest_sys1cal.dataset import load_dataset
+    from pytest_sys1cal.models.base import encode_json
+
+    adapter = make_adapter("systemone", [], version="jev-1.13.0", base_url=None, environ={})
+    renderings = load_dataset("sys1cal-v1").renderings
+    for order in (ALL_QUESTIONS, tuple(reversed(ALL_QUESTIONS)), ("score", "noul")):
+        for rendering in renderings:
+            (request,) = adapter.requests(rendering, order)
+            assert request.content() == encode_json(dict(request.body)).encode()
+            assert list(request.body["questions"]) == list(order)
+    # Each text a question is built from changes the bytes: none is left out of the cache's key.
+    first = renderings[0]
+    (sent,) = adapter.requests(first, ALL_QUESTIONS)
+    for change in (
+        {"proposition": first.proposition + " (edited)"},
+        {"choice_question": "Is it?"},
+        {"score_question": "How true?"},
+        {"score_levels": tuple(f"{level}!" for level in first.score_levels)},
+    ):
+        (other,) = adapter.requests(replace(first, **change), ALL_QUESTIONS)
+        assert other.content() != sent.content()
+        assert other.content() == encode_json(dict(other.body)).encode()
+
+
 def _rendering() -> Any:
     from pytest_sys1cal.dataset import load_dataset
 

@@ -6,12 +6,13 @@ answers the questions in isolation, which is also how the paper queried Jev.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..dataset import Rendering
-from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
+from ..questions import CHOICE_OPTIONS, NOUL, SCORE, QuestionTexts, build_questions, questions_from
 from ..vocabulary import SCORE_LEVELS
 from .base import (
     AnswerError,
@@ -57,14 +58,15 @@ class SystemOneAdapter(ModelAdapter):
     key_env = "SYS1CAL_API_KEY"
 
     def requests(self, rendering: Rendering, question_ids: Sequence[str]) -> list[WireRequest]:
-        questions = build_questions(rendering, tuple(question_ids))
-        # The bytes are spliced from the state's stored compact JSON: the same bytes as encoding the whole
-        # body (object keys keep their order, the separators are the same), without parsing the state.
+        question_ids = tuple(question_ids)
+        # The bytes are spliced from the state's stored compact JSON and the questions' JSON: the same bytes as
+        # encoding the whole body (object keys keep their order, the separators are the same), without parsing
+        # the state or encoding questions that an earlier rendering with the same texts was asked.
         encoded = (
             f'{{"model":{encode_json(self.version)},"state":{rendering.state_json},'
-            f'"questions":{encode_json(questions)}}}'
+            f'"questions":{_questions_json(QuestionTexts.of(rendering), question_ids)}}}'
         ).encode()
-        body = _Body(self.version, rendering, questions)
+        body = _Body(self.version, rendering, question_ids)
         return [WireRequest("POST", f"{self.base_url}/v1/systemone", body, self.json_headers(), encoded)]
 
     def parse(self, question_ids: Sequence[str], responses: Sequence[WireResponse]) -> dict[str, Any]:
@@ -108,17 +110,27 @@ class SystemOneAdapter(ModelAdapter):
         return error
 
 
-class _Body(Mapping[str, Any]):
-    """The request body as an object, the state parsed only if someone reads it (the bytes sent are
-    WireRequest.encoded)."""
+@functools.lru_cache(maxsize=256)
+def _questions_json(texts: QuestionTexts, question_ids: tuple[str, ...]) -> str:
+    """The questions' JSON text. Cached on the texts they are built from (a handful of distinct ones in a
+    dataset: the renderings of a latent problem share them), as an immutable string."""
+    return encode_json(questions_from(texts, question_ids))
 
-    def __init__(self, version: str, rendering: Rendering, questions: dict[str, Any]):
-        self._fields: dict[str, Any] = {"model": version, "state": None, "questions": questions}
+
+class _Body(Mapping[str, Any]):
+    """The request body as an object, the state and the questions built only if someone reads them (the
+    bytes sent are WireRequest.encoded)."""
+
+    def __init__(self, version: str, rendering: Rendering, question_ids: tuple[str, ...]):
+        self._fields: dict[str, Any] = {"model": version, "state": None, "questions": None}
         self._rendering = rendering
+        self._question_ids = question_ids
 
     def __getitem__(self, key: str) -> Any:
         if key == "state":
             return self._rendering.state
+        if key == "questions":
+            return build_questions(self._rendering, self._question_ids)
         return self._fields[key]
 
     def __iter__(self) -> Iterator[str]:
