@@ -28,6 +28,20 @@ def _request(body: dict) -> VcrRequest:
     return VcrRequest("POST", "https://x/v1/systemone", json.dumps(body).encode(), {"content-type": "application/json"})
 
 
+def test_replay_reads_a_cassette_whole_whatever_its_size(tmp_path: Path) -> None:
+    """Replay reads cassettes through the os calls alone (store/cassette.py's read_bytes): every byte of a file
+    of any size (empty, one read, several), and a missing one is FileNotFoundError, as open() would say."""
+    from pytest_sys1cal.store.cassette import read_bytes
+
+    for size in (0, 1, 8_000, (1 << 16) - 1, 1 << 16, 3 * (1 << 16) + 7):
+        path = tmp_path / f"{size}.json"
+        data = os.urandom(size)
+        path.write_bytes(data)
+        assert read_bytes(str(path)) == data
+    with pytest.raises(FileNotFoundError):
+        read_bytes(str(tmp_path / "missing.json"))
+
+
 def test_matching_ignores_key_order_but_not_choice_option_order() -> None:
     choice = {"type": "choice", "criteria": {"False": "f", "True": "t"}}
     swapped = {"type": "choice", "criteria": {"True": "t", "False": "f"}}

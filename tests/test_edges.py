@@ -151,11 +151,12 @@ def test_replay_with_no_cassettes_for_this_model_is_one_usage_error(
     "damage",
     [
         lambda text: text[: len(text) // 2],
+        lambda text: "",
         lambda text: "{}",
         lambda text: '{"interactions": [{"request": {}}]}',
         lambda text: json.dumps({"interactions": [{**json.loads(text)["interactions"][0], "response": {}}]}),
     ],
-    ids=["truncated", "empty-object", "no-request", "no-response"],
+    ids=["truncated", "empty-file", "empty-object", "no-request", "no-response"],
 )
 def test_a_damaged_cassette_fails_its_item_in_one_line_and_counts_everywhere(
     pytester: pytest.Pytester, jev_copy: Path, tmp_path: Path, damage
