@@ -29,7 +29,7 @@ class DatasetError(InputError):
     """A dataset problem, worded for the user: where it is and how to fix it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rendering:
     """One rendering of a latent problem: what the model is shown, and the exact answer."""
 
