@@ -115,6 +115,7 @@ def load_dataset(spec: str | Path) -> Dataset:
     latent_p: dict[str, tuple[float, int]] = {}
     rubrics: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per distinct Score rubric, shared
     offset = 0  # of the line's first byte in the file
+    where = str(path)  # formatted once: every line's messages name it
     with path.open("rb") as handle:  # line by line: never the whole file in memory at once
         for number, raw in enumerate(handle, start=1):
             digest.update(raw)
@@ -122,7 +123,7 @@ def load_dataset(spec: str | Path) -> Dataset:
             offset += len(raw)
             if not text.strip():
                 continue
-            rendering = _parse_line(path, number, text, rubrics)
+            rendering = _parse_line(where, number, text, rubrics)
             _check_unique(path, number, rendering, seen, latent_p)
             renderings.append(rendering)
     if not renderings:
@@ -177,7 +178,38 @@ def _plain(where: str, key: str, value: str) -> str:
     return value
 
 
-def _parse_line(path: Path, number: int, text: str, rubrics: dict[tuple[str, ...], tuple[str, ...]]) -> Rendering:
+_MISSING = object()
+# Compact JSON, UTF-8 text as is (json.dumps with these options builds an encoder per call).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _field(where: str, container: dict[str, Any], key: str, kind: type | tuple[type, ...], prefix: str = "") -> Any:
+    """`container[key]`, of type `kind` (a bool is no number), or DatasetError naming the line and the field."""
+    value = container.get(key, _MISSING)
+    if type(value) is kind:  # the common case, decided at once (bool is only ever bool)
+        return value
+    if value is _MISSING:
+        hint = " (is this the binary file? use the parallel-primitives file)" if key == "queries" else ""
+        raise DatasetError(f"{where}: missing field '{prefix}{key}'{hint}")
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise DatasetError(f"{where}: field '{prefix}{key}' has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _levels(where: str, levels: list[Any], rubrics: dict[tuple[str, ...], tuple[str, ...]]) -> tuple[str, ...]:
+    """The Score rubric as one shared tuple per distinct rubric; a rubric seen before was checked then."""
+    try:
+        known = rubrics.get(tuple(levels))
+    except TypeError:  # a level that cannot be hashed is no text either
+        known = None
+    if known is not None:
+        return known
+    if len(levels) != SCORE_LEVELS or not all(isinstance(level, str) for level in levels):
+        raise DatasetError(f"{where}: field 'queries.score.levels' must list {SCORE_LEVELS} level names")
+    return rubrics.setdefault(tuple(levels), tuple(levels))
+
+
+def _parse_line(path: str, number: int, text: str, rubrics: dict[tuple[str, ...], tuple[str, ...]]) -> Rendering:
     where = f"{path}:{number}"
     try:
         obj = json.loads(text)
@@ -186,46 +218,35 @@ def _parse_line(path: Path, number: int, text: str, rubrics: dict[tuple[str, ...
     if not isinstance(obj, dict):
         raise DatasetError(f"{where}: expected a JSON object per line")
 
-    def field(key: str, kind: type | tuple[type, ...], container: dict[str, Any] = obj, prefix: str = "") -> Any:
-        if key not in container:
-            hint = " (is this the binary file? use the parallel-primitives file)" if key == "queries" else ""
-            raise DatasetError(f"{where}: missing field '{prefix}{key}'{hint}")
-        value = container[key]
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-            raise DatasetError(f"{where}: field '{prefix}{key}' has the wrong type ({type(value).__name__})")
-        return value
-
-    instance_id = _plain(where, "instance_id", field("instance_id", str))
-    latent = field("latent_instance_id", str)
+    instance_id = _plain(where, "instance_id", _field(where, obj, "instance_id", str))
+    latent = _field(where, obj, "latent_instance_id", str)
     if not instance_id.startswith(latent):
         raise DatasetError(
             f"{where}: field 'latent_instance_id': {latent!r} is not a prefix of instance_id {instance_id!r}"
         )
-    queries = field("queries", dict)
-    choice = field("choice", dict, queries, "queries.")
-    score = field("score", dict, queries, "queries.")
-    gold = field("gold_distribution", dict)
+    queries = _field(where, obj, "queries", dict)
+    choice = _field(where, queries, "choice", dict, "queries.")
+    score = _field(where, queries, "score", dict, "queries.")
+    gold = _field(where, obj, "gold_distribution", dict)
     for label in ("True", "False"):
-        value = field(label, (int, float), gold, "gold_distribution.")
+        value = _field(where, gold, label, (int, float), "gold_distribution.")
         if not math.isfinite(value) or not 0.0 <= value <= 1.0:
             raise DatasetError(f"{where}: field 'gold_distribution.{label}' = {value!r} is not in [0, 1]")
     if abs(gold["True"] + gold["False"] - 1.0) > GOLD_SUM_TOLERANCE:
         raise DatasetError(f"{where}: field 'gold_distribution' sums to {gold['True'] + gold['False']!r}, not 1")
-    levels = field("levels", list, score, "queries.score.")
-    if len(levels) != SCORE_LEVELS or not all(isinstance(level, str) for level in levels):
-        raise DatasetError(f"{where}: field 'queries.score.levels' must list {SCORE_LEVELS} level names")
+    levels = _levels(where, _field(where, score, "levels", list, "queries.score."), rubrics)
     if "state" not in obj:
         raise DatasetError(f"{where}: missing field 'state'")
     return Rendering(
         instance_id=instance_id,
         latent_instance_id=latent,
-        family=_plain(where, "family", field("family", str)),
-        representation=field("representation", str),
+        family=_plain(where, "family", _field(where, obj, "family", str)),
+        representation=_field(where, obj, "representation", str),
         p_star=float(gold["True"]),
-        proposition=field("proposition", str),
-        choice_question=field("question", str, choice, "queries.choice."),
-        score_question=field("question", str, score, "queries.score."),
-        score_levels=rubrics.setdefault(tuple(levels), tuple(levels)),
-        state_json=json.dumps(obj["state"], ensure_ascii=False, separators=(",", ":")),
+        proposition=_field(where, obj, "proposition", str),
+        choice_question=_field(where, choice, "question", str, "queries.choice."),
+        score_question=_field(where, score, "question", str, "queries.score."),
+        score_levels=levels,
+        state_json=_COMPACT.encode(obj["state"]),
         line=number,
     )

@@ -48,7 +48,11 @@ class WireRequest:
 
 def encode_json(value: Any) -> str:
     """The request bodies' JSON: compact, UTF-8 text as is."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT.encode(value)
+
+
+# json.dumps with these options would build an encoder per call.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def is_success(status: int) -> bool:
