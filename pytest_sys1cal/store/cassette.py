@@ -112,4 +112,4 @@ def read_bytes(path: str) -> bytes:
 
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)  # O_BINARY: no newline translation on Windows
-_CHUNK = 1 << 16
+_CHUNK = 1 << 14  # a cassette is 5–10 KB: one read and the one that finds the end
