@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             "questions": list(QUESTIONS),
             "source": "reconstructed",
             "recorded_at": None,
+            "answers": store.answers(),
             "reconstructed_from": {
                 "file": str(PUBLISHED.relative_to(ROOT)),
                 "sha256": hashlib.sha256(PUBLISHED.read_bytes()).hexdigest(),

@@ -82,8 +82,9 @@ class ActiveRun:
         self.controller = run.controller
         self.only = only  # the renderings named by node id on the command line; None: every rendering
 
-    def pytest_report_header(self) -> str:
-        return self.run.header()
+    def pytest_report_header(self) -> list[str]:
+        notice = self.run.folder.digests_notice()
+        return [self.run.header(), *([notice] if notice else [])]
 
     def pytest_ignore_collect(self, config: pytest.Config) -> bool | None:
         # `pytest --sys1cal` with no path arguments runs the benchmark alone; name paths to add your tests.
