@@ -14,6 +14,7 @@ from .dataset import Rendering
 from .errors import MeasurementError
 from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
 from .results import ResultRow
+from .store import answers
 from .store.cassette import CassetteMiss, Recorded, recorded_headers
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ class Measurer:
 
         row = self._answered(rendering, answer)  # a cassette without the shape of one fails here, as damaged
         # Before its row counts (or vcrpy's matchers replay the same file): its answers are the ones recorded.
-        changed = self.folder.changed_answers(rendering, recorded)
+        changed = answers.changed(self.folder.manifest, f"{rendering.family}/{rendering.short_id}.json", recorded)
         if changed is not None:
             raise MeasurementError(f"{path}: {changed}; {self.advice.damaged(rendering, Path(path))}")
         return row

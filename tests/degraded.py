@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_sys1cal.store.cassette import answers_digest
+from pytest_sys1cal.store.answers import answers_digest
 
 MANIFEST = "manifest.json"
 

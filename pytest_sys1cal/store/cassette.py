@@ -6,7 +6,6 @@ a run needs them, so a replay pays for neither. ``vcr.use_cassette(path, seriali
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -98,14 +97,6 @@ class Recorded:
                 self._played[index] = True
                 return self._responses[index]
         return None
-
-
-def answers_digest(responses: Sequence[Any]) -> str:
-    """sha256 of what a cassette answers: every interaction's recorded response (status, headers, body), in
-    order, as canonical JSON. The manifest keeps it per cassette (store/folder.py), so an answer edited after it
-    was recorded is refused on replay. Parsed, not the file's bytes: indentation and the line endings a checkout
-    may convert change nothing a replay reads, so they change no digest (docs/cassettes.md)."""
-    return hashlib.sha256(json.dumps(responses, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def recorded_headers(recorded: dict[str, Any]) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,7 +20,8 @@ from ..names import check_name
 from ..questions import ALL_QUESTIONS
 from ..redact import strip_userinfo
 from ..vocabulary import MANIFEST_SCHEMA, RECORD_MODES
-from .cassette import Recorded, Scrubber, answers_digest
+from . import answers
+from .cassette import Scrubber
 from .lfs import check_not_lfs_pointers
 from .lock import LOCK_NAME, FolderLock
 from .manifest import MANIFEST, after_recording, new_manifest, read_manifest
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from ..results import ResultRow
 
 RECORDING_REPEATS = 10
-ANSWERS = "answers"  # the manifest's digests of each cassette's recorded answers
 
 
 class RefusalAdvice(Protocol):
@@ -198,31 +198,6 @@ class CassetteFolder:
     def path_for(self, rendering: Rendering) -> Path:
         return Path(self.file_for(rendering))
 
-    def changed_answers(self, rendering: Rendering, recorded: Recorded) -> str | None:
-        """None when the rendering's cassette (`recorded`, read) answers what was recorded, by the manifest's
-        digests; else what is wrong, for the item's failure. A folder whose manifest records no digests (written
-        before they were) is not checked: the run's header says so (`digests_notice`)."""
-        digests = (self.manifest or {}).get(ANSWERS)
-        if digests is None or self.recording:
-            return None
-        expected = digests.get(f"{rendering.family}/{rendering.short_id}.json")
-        if expected is None:
-            return f"not among the cassettes whose answers {MANIFEST} records (a cassette added by hand?)"
-        found = answers_digest(recorded.responses)
-        if found != expected:
-            return f"its answers are not the ones recorded (sha256 {found[:12]}…; {MANIFEST} records {expected[:12]}…)"
-        return None
-
-    def digests_notice(self) -> str | None:
-        """The header's line for a replay of a folder whose manifest records no digests of its answers."""
-        if self.recording or self.manifest is None or ANSWERS in self.manifest:
-            return None
-        return (
-            f"sys1cal: {self.path / MANIFEST} records no digests of its cassettes' answers (written before "
-            "pytest-sys1cal kept them), so an edited answer would replay unnoticed; the next recording into the "
-            "folder records them (on a complete folder, --sys1cal-record-mode=once sends nothing and just adds them)"
-        )
-
     def cassette_count(self) -> int:
         return sum(1 for _ in self.path.glob("*/*.json")) if self.path.is_dir() else 0
 
@@ -275,9 +250,9 @@ class CassetteFolder:
             self.manifest = new_manifest(
                 self.model, self.version, dataset, repeats, questions, settings, base_url=self._base_url
             )
-            kept = (self._replaced_manifest or {}).get(ANSWERS)
+            kept = (self._replaced_manifest or {}).get(answers.ANSWERS)
             if kept is not None:  # what this run does not re-record keeps the digest it was recorded with
-                self.manifest[ANSWERS] = kept
+                self.manifest[answers.ANSWERS] = kept
             self.write_manifest(self.manifest)
             self._created_manifest = True
         return notice
@@ -292,7 +267,7 @@ class CassetteFolder:
         finally:
             self._lock.release()
         if empty:
-            self._remove_empty_folders()
+            _remove_empty_folders(self.path, self.root)
 
     def release(self) -> None:
         """Release the recording lock if this run still holds it (a run that ended before finishing)."""
@@ -306,38 +281,18 @@ class CassetteFolder:
                 if self.manifest is None:
                     return not any(self.path.glob("*/*.json"))
                 self.write_manifest(self.manifest)
-            elif self.manifest is not None and ANSWERS not in self.manifest:
+            elif self.manifest is not None and answers.ANSWERS not in self.manifest:
                 self._add_answers()  # a folder recorded before digests were kept, complete: it gets them now
             return False
         if self.manifest is None:
             return False
         updated = after_recording(self.manifest, rows, repeats, self._base_url)
         if updated is not None:
-            recorded = {row.instance_id for row in rows if row.recorded}
-            updated[ANSWERS] = self.answers(
-                {f"{r.family}/{r.short_id}.json" for r in dataset.renderings if r.instance_id in recorded}
-            )
+            names = answers.recorded_names(rows, dataset)
+            updated[answers.ANSWERS] = answers.after_recording(self.path, self.manifest, names)
             self.manifest = updated
             self.write_manifest(updated)
         return False
-
-    def answers(self, recorded: Set[str] = frozenset()) -> dict[str, str]:
-        """The digests the manifest keeps after a recording: of each cassette this run recorded into
-        (`recorded`, as family/name.json), and of each that had none (a folder recorded before digests were kept: its cassettes are taken as they are);
-        a cassette whose answers changed since it was recorded, and not recorded again, keeps its old digest, so
-        its replay is still refused."""
-        known = dict((self.manifest or {}).get(ANSWERS) or {})
-        answers = {}
-        for path in self.path.glob("*/*.json"):
-            name = f"{path.parent.name}/{path.name}"
-            if name in known and name not in recorded:
-                answers[name] = known[name]
-                continue
-            try:
-                answers[name] = answers_digest(Recorded.read(str(path)).responses)
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # not a cassette: its replay fails as damaged, digest or not
-        return dict(sorted(answers.items()))
 
     def _add_answers(self) -> None:
         """The digests of a folder's cassettes as they are, under the recording lock (another live recording of
@@ -346,17 +301,18 @@ class CassetteFolder:
             self._lock.acquire()
         except InputError:
             return
-        self.manifest = {**(self.manifest or {}), ANSWERS: self.answers()}
+        self.manifest = {**(self.manifest or {}), answers.ANSWERS: answers.after_recording(self.path, self.manifest)}
         self.write_manifest(self.manifest)
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:
         text = json.dumps({"schema": MANIFEST_SCHEMA, **manifest}, indent=2, sort_keys=True) + "\n"
         write_atomic(self.path / MANIFEST, self.redactor.text(text))
 
-    def _remove_empty_folders(self) -> None:
-        """The folders a recording that saved nothing made, where they are empty (another recording may have
-        started in them since: then they stay)."""
-        for directory in [*sorted(self.path.glob("*/"), reverse=True), self.path, self.path.parent, self.root]:
-            with contextlib.suppress(OSError):
-                if directory.is_dir() and not any(directory.iterdir()):
-                    directory.rmdir()
+
+def _remove_empty_folders(path: Path, root: Path) -> None:
+    """The folders a recording that saved nothing made, where they are empty (another recording may have
+    started in them since: then they stay)."""
+    for directory in [*sorted(path.glob("*/"), reverse=True), path, path.parent, root]:
+        with contextlib.suppress(OSError):
+            if directory.is_dir() and not any(directory.iterdir()):
+                directory.rmdir()

@@ -123,7 +123,7 @@ def _answers(value: Any) -> bool:
     )
 
 
-_CASSETTE = re.compile(r"[^/\\]+/[^/\\]+\.json")  # family/short_id.json, as store/folder.py files them
+_CASSETTE = re.compile(r"[^/\\]+/[^/\\]+\.json")  # <family>/<instance id>.json, as the folder files them
 
 
 def _questions(value: Any) -> bool:
@@ -149,7 +149,7 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "answers": (
         False,
         _answers,
-        'an object {"family/cassette.json": sha256 of its recorded answers}, written by the recording',
+        'an object {"<family>/<instance id>.json": sha256 of its recorded answers}, written by the recording',
     ),
 }
 
