@@ -154,34 +154,67 @@ def _choice(mu: np.ndarray, logs: tuple[np.ndarray, np.ndarray], params: np.ndar
     return mu / (1.0 - lam * np.exp(alpha * logs[0] + beta * logs[1]))
 
 
+class _Work:
+    """Scratch arrays of one batched fit, (rows, n) each, allocated once and reused by every evaluation.
+
+    Fresh (rows × n) temporaries per step cost more than the arithmetic on them: a block of a few rows over
+    18k items is about 1 MiB per array, which glibc maps and unmaps (and the kernel zero-fills) afresh at
+    each step, about 4× the arithmetic in a fresh process. Written with out=, the same operations in the
+    same order give the same bits as the expressions they replace (tests/analysis/test_analysis_latent.py).
+    """
+
+    def __init__(self, mu: np.ndarray, logs: tuple[np.ndarray, np.ndarray], rows: int) -> None:
+        self.features = np.stack([np.ones_like(mu), logs[0], logs[1]])  # (3, n)
+        # (6, n): the products f_i·f_j of PAIRS, each sum of JᵀWJ once (it is symmetric).
+        self.products = np.stack([self.features[i] * self.features[j] for i, j in PAIRS])
+        self.buffers = np.empty((7, rows, mu.size))
+
+    def arrays(self, rows: int) -> tuple[np.ndarray, ...]:
+        return tuple(buffer[:rows] for buffer in self.buffers[:6])
+
+    def rows_of(self, weights: np.ndarray, todo: np.ndarray) -> np.ndarray:
+        """weights[todo], in the last buffer unless it is every row (valid until the next call)."""
+        if todo.size == weights.shape[0]:
+            return weights
+        return np.take(weights, todo, axis=0, out=self.buffers[6][: todo.size])
+
+
+# The upper triangle of JᵀWJ, row by row, and where each of the 9 entries is found in it.
+PAIRS = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+FULL = np.array([0, 1, 2, 1, 3, 4, 2, 4, 5])
+
+
 def _evaluate(
     mu: np.ndarray,
     logs: tuple[np.ndarray, np.ndarray],
     choice: np.ndarray,
     weights: np.ndarray,
     params: np.ndarray,
+    work: _Work,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """At parameter rows (b, 3): the cost Σ w·(f − Choice)² (b,), JᵀWJ (b, 3, 3) and JᵀW(f − Choice) (b, 3),
     J the Jacobian of f.
 
     ∂f/∂(λ, α, β) = m·(1, λ·log μ, λ·log(1−μ)) with m = μ·g/(1 − λ·g)², g = μ^α·(1−μ)^β: per item a
     scalar times a vector that does not depend on the parameters. Both sums are therefore matrix products
-    with per-item constants, and the (b, 3, n) Jacobian is never formed."""
+    with per-item constants, and the (b, 3, n) Jacobian is never formed. Every (b, n) array is one of
+    work's (no allocation per step)."""
     lam, alpha, beta = _split(params)
-    g = np.exp(alpha * logs[0] + beta * logs[1])
-    d = 1.0 - lam * g
-    residual = mu / d - choice
-    cost = np.sum(weights * residual**2, axis=1)
-    m = mu * g / (d * d)
-    features = np.stack([np.ones_like(mu), logs[0], logs[1]])  # (3, n)
-    products = (features[:, None, :] * features[None, :, :]).reshape(9, -1)  # (9, n): every pair k, l
+    g, d, residual, m, weighted, scratch = work.arrays(params.shape[0])
+    np.multiply(alpha, logs[0], out=g)
+    np.multiply(beta, logs[1], out=scratch)
+    np.exp(np.add(g, scratch, out=g), out=g)  # g = μ^α·(1−μ)^β
+    np.subtract(1.0, np.multiply(lam, g, out=d), out=d)  # d = 1 − λ·g
+    np.subtract(np.divide(mu, d, out=residual), choice, out=residual)  # f − Choice
+    cost = np.sum(np.multiply(weights, np.square(residual, out=scratch), out=scratch), axis=1)
+    np.divide(np.multiply(mu, g, out=m), np.multiply(d, d, out=scratch), out=m)  # m = μ·g/d²
+    np.multiply(weights, m, out=weighted)
     scale = np.concatenate([np.ones_like(lam), lam, lam], axis=1)  # (b, 3): 1, λ, λ
-    weighted = weights * m
-    # einsum, not @: a (b, n) × (n, 9) matmul is big enough for OpenBLAS to thread, and threads that wait
+    # einsum, not @: a (b, n) × (n, 6) matmul is big enough for OpenBLAS to thread, and threads that wait
     # for a busy core cost more than the whole product (2–4× slower fits on a loaded 2-core machine).
-    sums = np.einsum("bn,kn->bk", weighted * m, products).reshape(-1, 3, 3)
+    sums = np.einsum("bn,kn->bk", np.multiply(weighted, m, out=scratch), work.products)[:, FULL].reshape(-1, 3, 3)
     hess = sums * scale[:, :, None] * scale[:, None, :]
-    grad = np.einsum("bn,kn->bk", weighted * residual, features) * scale
+    grad = np.einsum("bn,kn->bk", np.multiply(weighted, residual, out=scratch), work.features) * scale
     return cost, hess, grad
 
 
@@ -221,10 +254,11 @@ def fit_batch(
     logs = log_terms(mu)
     out = np.empty((weights.shape[0], 3))
     rows = max(1, BLOCK // max(mu.size, 1))
+    work = _Work(mu, logs, min(rows, weights.shape[0]))
     for first in range(0, weights.shape[0], rows):
         block = slice(first, first + rows)
-        fitted = _levenberg_marquardt(mu, logs, choice, weights[block], starts[block], max_iter, tol)
-        out[block] = _polish(mu, logs, choice, weights[block], *fitted)
+        fitted = _levenberg_marquardt(mu, logs, choice, weights[block], starts[block], max_iter, tol, work)
+        out[block] = _polish(mu, logs, choice, weights[block], *fitted, work)
     return out
 
 
@@ -236,18 +270,19 @@ def _levenberg_marquardt(
     starts: np.ndarray,
     max_iter: int,
     tol: float,
+    work: _Work,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The fitted rows, with the cost and normal equations at them (_evaluate's)."""
     x = starts.astype(float)  # a copy: updated in place
     # Cost and normal equations at x, kept per row: a trial point's evaluation serves the next step when
     # the trial is accepted, so each step costs one pass over the items.
-    current, hess_at, grad_at = _evaluate(mu, logs, choice, weights, x)
+    current, hess_at, grad_at = _evaluate(mu, logs, choice, weights, x, work)
     damping = np.full(weights.shape[0], 1e-3)
     todo = np.arange(weights.shape[0])
     for _ in range(max_iter):
         if todo.size == 0:
             break
-        xs, w, grad = x[todo], weights[todo], grad_at[todo]
+        xs, w, grad = x[todo], work.rows_of(weights, todo), grad_at[todo]
         free = _free(xs, grad)
         hess = hess_at[todo] * (free[:, :, None] & free[:, None, :])
         diag = np.diagonal(hess, axis1=1, axis2=2)
@@ -256,7 +291,7 @@ def _levenberg_marquardt(
         system = hess + lift[:, :, None] * np.eye(3)
         step = np.linalg.solve(system, -(grad * free)[..., None])[..., 0]
         trial = np.clip(xs + step, LOWER, UPPER)
-        trial_cost, trial_hess, trial_grad = _evaluate(mu, logs, choice, w, trial)
+        trial_cost, trial_hess, trial_grad = _evaluate(mu, logs, choice, w, trial, work)
         better = trial_cost < current[todo]
         gain = current[todo] - trial_cost
         # Damping follows how well the quadratic model predicted the gain of the (projected) step s:
@@ -288,6 +323,7 @@ def _polish(
     cost: np.ndarray,
     hess: np.ndarray,
     grad: np.ndarray,
+    work: _Work,
 ) -> np.ndarray:
     """Undamped Gauss–Newton steps on the free parameters from where Levenberg–Marquardt stopped (x, with the
     cost and normal equations there), each kept while it shrinks the gradient without raising the cost past
@@ -314,7 +350,7 @@ def _polish(
         if todo.size == 0:
             break
         trial = np.clip(x[todo] + step, LOWER, UPPER)
-        trial_cost, trial_hess, trial_grad = _evaluate(mu, logs, choice, weights[todo], trial)
+        trial_cost, trial_hess, trial_grad = _evaluate(mu, logs, choice, work.rows_of(weights, todo), trial, work)
         norm = np.sum((grad * free) ** 2, axis=1)
         trial_norm = np.sum((trial_grad * _free(trial, trial_grad)) ** 2, axis=1)
         kept = (trial_norm < norm) & (trial_cost <= cost * (1 + COST_ROUNDING))

@@ -15,8 +15,11 @@ from pytest_sys1cal.analysis.latent import (
     UPPER,
     LatentData,
     LatentFit,
+    _evaluate,
+    _Work,
     fit_batch,
     fit_latent_model,
+    log_terms,
 )
 
 
@@ -111,3 +114,44 @@ def test_batched_weighted_fits_match_scipy(published_items):
         )
         assert cost(params, w) <= cost(reference.x, w) * (1 + 1e-9)
         assert LatentFit(*params).u_max == pytest.approx(LatentFit(*reference.x).u_max, abs=1e-4)
+
+
+def reference_evaluate(mu, choice, weights, params):
+    """_evaluate as the plain expressions it was before its scratch arrays: fresh temporaries, all 9 sums."""
+    logs = (np.log(np.clip(mu, np.finfo(float).tiny, 1.0)), np.log(np.clip(1.0 - mu, np.finfo(float).tiny, 1.0)))
+    lam, alpha, beta = params[:, 0, None], params[:, 1, None], params[:, 2, None]
+    g = np.exp(alpha * logs[0] + beta * logs[1])
+    d = 1.0 - lam * g
+    residual = mu / d - choice
+    cost = np.sum(weights * residual**2, axis=1)
+    m = mu * g / (d * d)
+    features = np.stack([np.ones_like(mu), logs[0], logs[1]])
+    products = (features[:, None, :] * features[None, :, :]).reshape(9, -1)
+    scale = np.concatenate([np.ones_like(lam), lam, lam], axis=1)
+    weighted = weights * m
+    sums = np.einsum("bn,kn->bk", weighted * m, products).reshape(-1, 3, 3)
+    hess = sums * scale[:, :, None] * scale[:, None, :]
+    grad = np.einsum("bn,kn->bk", weighted * residual, features) * scale
+    return cost, hess, grad
+
+
+def test_the_scratch_array_evaluation_gives_the_bits_of_the_plain_expressions():
+    # mu includes 0 and 1 (the clipped logs) and the rows include bounds and a zero-weight row.
+    mu, choice = synthetic((0.6, 1.5, 2.0), 200, 0.05, seed=3)
+    rng = np.random.default_rng(5)
+    weights = rng.integers(0, 3, size=(5, mu.size)).astype(float)
+    weights[2] = 0.0
+    params = np.array([[0.6, 1.5, 2.0], [0.0, 0.05, 1.0], [1.0, 3.0, 4.0], [0.3, 0.7, 1.2], [0.9, 2.9, 3.9]])
+    logs = log_terms(mu)
+    work = _Work(mu, logs, rows=8)  # more rows than used: views of the first five
+    for got, expected in zip(
+        _evaluate(mu, logs, choice, weights, params, work), reference_evaluate(mu, choice, weights, params), strict=True
+    ):
+        assert np.array_equal(got, expected)
+    # Reused: a second call on fewer rows overwrites the scratch and still agrees.
+    for got, expected in zip(
+        _evaluate(mu, logs, choice, weights[3:], params[3:], work),
+        reference_evaluate(mu, choice, weights[3:], params[3:]),
+        strict=True,
+    ):
+        assert np.array_equal(got, expected)
