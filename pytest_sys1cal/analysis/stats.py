@@ -132,11 +132,11 @@ def sign_flip_p(x: np.ndarray, rng: np.random.Generator, flips: int = SIGN_FLIPS
     # a range of 2 never rejects), so these are the signs of rng.integers(0, 2, size) drawn as before
     # (tests/analysis/test_analysis_metrics.py), without its int64 arrays and their slow integer product.
     rows = max(1, SIGN_FLIP_BLOCK // j)
-    signs = np.empty((min(rows, flips), j))
+    scratch = np.empty((min(rows, flips), j))
     for start in range(0, flips, rows):
         size = min(rows, flips - start)
         bits = np.right_shift(rng.integers(0, 2**32, size=(size, j), dtype=np.uint32), 31)
-        block = np.subtract(1.0, np.multiply(2.0, bits, out=signs[:size]), out=signs[:size])
+        block = np.subtract(1.0, np.multiply(2.0, bits, out=scratch[:size]), out=scratch[:size])
         exceed += int(np.count_nonzero(np.einsum("fj,j->f", block, x) >= observed - tol))
     return (1 + exceed) / (flips + 1)
 
