@@ -42,12 +42,12 @@ def analyze(
 
     bootstrap: latent-problem resamples for the uncertainty intervals (0 skips them). recalibration_splits:
     cross-fitted splits of the held-out readout (seeds seed … seed + splits − 1; statistics.md §5.3)."""
-    with _collector_paused():
+    with collector_paused():
         return _analyze(items, seed, error_cost, defer_cost, bootstrap, recalibration_splits)
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for the analysis, back as it was after.
 
     At the end of a pytest run of 18k renderings the process holds millions of objects, and the analysis
