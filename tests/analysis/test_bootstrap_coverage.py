@@ -53,18 +53,29 @@ def test_a_small_run_prints_coverage_with_its_error_and_shifts_within_the_mc_err
 
 @pytest.mark.slow
 def test_the_documented_table_is_what_the_simulation_prints(monkeypatch, capsys):
-    out = run(monkeypatch, capsys, "--datasets", "400", "--problems", "600", "--per", "4")
+    """Within what another machine's floating point can move: a coverage count by a dataset or two (an
+    interval's end that sits on the truth), the endpoint shifts far below the Monte Carlo error either way."""
+    datasets = 400
+    out = run(monkeypatch, capsys, "--datasets", str(datasets), "--problems", "600", "--per", "4")
     text = (REPO / "docs" / "statistics.md").read_text(encoding="utf-8")
     labels = {
         "refits started at the point fit": "point fit (before)",
         "refits started one step from it": "one step from it (now)",
     }
-    for quantity, method, nominal, achieved, se in ROW.findall(out):
+    rows = ROW.findall(out)
+    assert len(rows) == 4
+    for quantity, method, nominal, achieved, se in rows:
         name = "u_max" if quantity == "u_max" else "λ"
-        assert f"| {name} | {labels[method]} | {nominal} | {achieved} | {se} |" in text
+        documented = re.search(
+            rf"^\| {re.escape(name)} \| {re.escape(labels[method])} \| (\S+) \| (\S+) \| (\S+) \|$", text, re.M
+        )
+        assert documented is not None, (name, method)
+        assert documented.group(1) == nominal
+        assert abs(float(documented.group(2)) - float(achieved)) <= 2 / datasets + 1e-9
+        assert float(documented.group(3)) == pytest.approx(float(se), abs=0.002)
     moved, endpoints, _, largest = SHIFT.search(out).groups()
     sentence = re.sub(r"\s+", " ", text)
-    assert (
-        f"Of the {int(endpoints):,} interval endpoints, {moved} moved at all, the largest by {float(largest):.1e}"
-        in sentence
-    )
+    documented = re.search(r"Of the ([\d,]+) interval endpoints, (\d+) moved at all, the largest by (\S+) of", sentence)
+    assert documented is not None
+    assert int(documented.group(1).replace(",", "")) == int(endpoints)
+    assert float(largest) < 1e-3 and float(documented.group(3)) < 1e-3  # far inside the MC error, here as there
