@@ -1,6 +1,6 @@
 """Issue 3's speed target: analyze() on the bundled 365-rendering input and on a 10× larger one, side by side.
 
-    python bench/bench_analysis.py [--rounds N]
+    python bench/bench_analysis.py [--rounds N] [--items N] [--bootstrap B] [--tree DIR ...]
 
 The bundled input is the paper's published per-item Jev outputs, one sample per rendering, exactly as the
 reconstructed cassettes replay them (``published_items``, also the input of tests/analysis). The 10× input
@@ -9,6 +9,11 @@ times the renderings and the latent problems. Every measurement is a fresh Pytho
 ``import pytest_sys1cal.analysis`` (numpy included, as a real run pays it) and then analyze() on the input;
 rounds are interleaved so that machine noise hits both inputs alike, and medians are printed.
 Target: under 2 s for 365 renderings including the 1,000-resample latent bootstrap; linear growth.
+
+--items N adds an input of N renderings built the same way (ceil(N / 365) jittered copies, cut to N; issue
+27's target: 18,334 renderings analysed in under 1.5 s, measured in a real run by bench_scale.py's "analysis
+s" column, where a pytest process full of objects also pays for garbage collection). --tree runs the same
+inputs with another checkout of the plugin (e.g. /work/main, via PYTHONPATH), interleaved with this one.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -34,7 +40,7 @@ imported = time.perf_counter()
 with open(sys.argv[1]) as handle:
     items = json.load(handle)
 loaded = time.perf_counter()
-analyze(items, seed=0, bootstrap=1000)
+analyze(items, seed=0, bootstrap=int(sys.argv[2]))
 print(json.dumps({"import": imported - start, "analyze": time.perf_counter() - loaded}))
 """
 
@@ -91,9 +97,17 @@ def scaled_items(items: list[dict], copies: int, seed: int = 0) -> list[dict]:
     return out
 
 
-def timed(path: Path) -> dict[str, float]:
+def timed(path: Path, bootstrap: int, tree: Path | None) -> dict[str, float]:
+    env = os.environ.copy()
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     result = subprocess.run(
-        [sys.executable, "-c", CHILD, str(path)], cwd=REPO, capture_output=True, text=True, check=False
+        [sys.executable, "-c", CHILD, str(path), str(bootstrap)],
+        cwd=tree or REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
     )
     if result.returncode != 0:
         raise SystemExit(f"analysis of {path.name} failed:\n{result.stderr[-2000:]}")
@@ -103,29 +117,44 @@ def timed(path: Path) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    rounds = parser.parse_args().rounds
+    parser.add_argument("--items", type=int, action="append", default=[], help="also an input of N renderings")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--tree", action="append", default=[], help="another checkout to measure (PYTHONPATH)")
+    options = parser.parse_args()
     bundled = published_items()
     inputs = {"bundled, 365 renderings": bundled, f"10x, {10 * len(bundled)} renderings": scaled_items(bundled, 10)}
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in inputs}
+    for size in options.items:
+        inputs[f"{size} renderings"] = scaled_items(bundled, -(-size // len(bundled)))[:size]
+    trees: dict[str, Path | None] = {"this": None, **{Path(t).name: Path(t).resolve() for t in options.tree}}
+    runs: dict[tuple[str, str], list[dict[str, float]]] = {(n, t): [] for n in inputs for t in trees}
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}
         for i, (name, items) in enumerate(inputs.items()):
             paths[name] = Path(tmp) / f"input{i}.json"
             paths[name].write_text(json.dumps(items))
-        for _ in range(rounds):
+        for _ in range(options.rounds):
             for name, path in paths.items():
-                runs[name].append(timed(path))
-    print(f"median of {rounds} fresh processes each")
-    print(f"{'input':<26}  {'import':>8}  {'analyze':>8}  {'total':>8}  analyze per run")
+                for tree_name, tree in trees.items():
+                    runs[name, tree_name].append(timed(path, options.bootstrap, tree))
+    print(f"median of {options.rounds} fresh processes each; bootstrap {options.bootstrap}")
+    print(f"{'input':<26} {'tree':>8}  {'import':>8}  {'analyze':>8}  {'total':>8}  analyze per run")
     medians = {}
-    for name, measured in runs.items():
+    for (name, tree_name), measured in runs.items():
         import_s = statistics.median(run["import"] for run in measured)
         analyze_s = statistics.median(run["analyze"] for run in measured)
-        medians[name] = analyze_s
+        medians[name, tree_name] = analyze_s
         each = ", ".join(f"{run['analyze']:.3f}" for run in measured)
-        print(f"{name:<26}  {import_s:>6.3f} s  {analyze_s:>6.3f} s  {import_s + analyze_s:>6.3f} s  {each}")
-    small, large = medians.values()
-    print(f"{'ratio 10x / bundled':<26}: analyze {large / small:.2f} (linear growth: about 10)")
+        print(
+            f"{name:<26} {tree_name:>8}  {import_s:>6.3f} s  {analyze_s:>6.3f} s  {import_s + analyze_s:>6.3f} s  {each}"
+        )
+    names = list(inputs)
+    for tree_name in trees:
+        small, large = medians[names[0], tree_name], medians[names[1], tree_name]
+        print(f"{'ratio 10x / bundled':<26} {tree_name:>8}: analyze {large / small:.2f} (linear growth: about 10)")
+    for tree_name in list(trees)[1:]:
+        for name in names:
+            ratio = medians[name, "this"] / medians[name, tree_name]
+            print(f"{'this / ' + tree_name:<26} {name}: analyze {ratio:.2f}")
     print(f"{'target':<26}: bundled import + analyze under 2 s")
     return 0
 

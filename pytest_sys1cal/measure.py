@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
@@ -13,11 +14,10 @@ from .dataset import Rendering
 from .errors import MeasurementError
 from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
 from .results import ResultRow
+from .store import answers
 from .store.cassette import CassetteMiss, Recorded, recorded_headers
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from .store.folder import CassetteFolder
 
 
@@ -138,8 +138,9 @@ class Measurer:
         """Replay requests byte-equal to recorded ones, without vcrpy's objects; None when the cassette is
         missing or some request is not byte-equal to a recording, so that vcrpy's matchers decide (and say
         why a request has no recording)."""
+        path = self.folder.file_for(rendering)
         try:
-            recorded = Recorded.read(self.folder.file_for(rendering))
+            recorded = Recorded.read(path)
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -149,7 +150,12 @@ class Measurer:
             found = recorded.take(request.method, urlsplit(request.url).path, request.content().decode("utf-8"))
             return None if found is None else _wire(found)
 
-        return self._answered(rendering, answer)
+        row = self._answered(rendering, answer)  # a cassette without the shape of one fails here, as damaged
+        # Before its row counts (or vcrpy's matchers replay the same file): its answers are the ones recorded.
+        changed = answers.changed(self.folder.manifest, f"{rendering.family}/{rendering.short_id}.json", recorded)
+        if changed is not None:
+            raise MeasurementError(f"{path}: {changed}; {self.advice.damaged(rendering, Path(path))}")
+        return row
 
     def _replay_matched(self, rendering: Rendering) -> ResultRow:
         """Replay through vcrpy's matchers: a request no recording answers fails the item, saying why."""

@@ -78,16 +78,18 @@ def build_report(
     """Analyse the rows, judge the gates, say what the user must know. `node_ids`: instance id → the node id
     that re-runs the rendering (the run's, session/node_ids.py), named beside each rendering of an upgrade
     comparison. Raises BaselineError when the baseline cannot be compared with this run."""
-    from .analysis import analyze
+    from .analysis import analyze, collector_paused
 
     options = thresholds.analysis_options() if thresholds else {}
-    analysis = analyze(
-        analysis_rows(rows, dataset),
-        seed=facts.seed,
-        bootstrap=facts.bootstrap,
-        recalibration_splits=facts.recalibration_splits,
-        **options,
-    )
+    # The rows' samples too are parsed with the collector paused (analysis.collector_paused says why).
+    with collector_paused():
+        analysis = analyze(
+            analysis_rows(rows, dataset),
+            seed=facts.seed,
+            bootstrap=facts.bootstrap,
+            recalibration_splits=facts.recalibration_splits,
+            **options,
+        )
     data = report_document(
         model={
             "name": facts.model,

@@ -26,6 +26,7 @@ from pytest_sys1cal.dataset import load_dataset  # noqa: E402
 from pytest_sys1cal.models.systemone import JevAdapter  # noqa: E402
 from pytest_sys1cal.questions import CHOICE, NOUL, SCORE  # noqa: E402
 from pytest_sys1cal.redact import Redactor  # noqa: E402
+from pytest_sys1cal.store import answers  # noqa: E402
 from pytest_sys1cal.store.folder import CassetteFolder  # noqa: E402
 from pytest_sys1cal.store.vcrpy_side import load_cassette, save_cassette  # noqa: E402
 
@@ -95,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             "questions": list(QUESTIONS),
             "source": "reconstructed",
             "recorded_at": None,
+            "answers": answers.after_recording(store.path, None),
             "reconstructed_from": {
                 "file": str(PUBLISHED.relative_to(ROOT)),
                 "sha256": hashlib.sha256(PUBLISHED.read_bytes()).hexdigest(),

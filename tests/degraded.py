@@ -9,7 +9,8 @@ With weight w every probability moves w of the way to uniform: Noul p → (1 −
 w = 0.5), each Choice option (both orders, when asked) → (1 − w)·q + w/2, each Score level → (1 − w)·q + w/10.
 Mean OVL falls on every primitive, by w·mean|p* − 0.5| for Noul. The copy is a valid cassette folder: request
 bodies name the new version (replay matches them byte for byte), the answers' own `choice`/`score` fields
-agree with the mixed probabilities, and the manifest says what was done.
+agree with the mixed probabilities, and the manifest says what was done and holds the new answers' digests (as a
+recording of them would).
 
 `improve` writes the better copy the same way: every answer moved a `share` of the way towards the rendering's
 exact p* (Noul and Choice's P(True) linearly; Score's distribution mixed with the two levels around p* whose
@@ -21,6 +22,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from pytest_sys1cal.store.answers import answers_digest
 
 MANIFEST = "manifest.json"
 
@@ -60,7 +63,22 @@ def _copy(source_folder: Path, target_root: Path, version: str, change: Any, wha
     note = f"Test copy of {old}: {what}, tests/degraded.py."
     manifest.update(version=version, server_model=version, note=note)
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    rewrite_digests(target)
     return target
+
+
+def rewrite_digests(folder: Path) -> None:
+    """After a test changed a folder's answers on purpose (a simulated model): the manifest's digests of them as
+    they are now, as a recording of those answers would write them (docs/cassettes.md)."""
+    path = folder / MANIFEST
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest["answers"] = {
+        f"{cassette.parent.name}/{cassette.name}": answers_digest(
+            [i["response"] for i in json.loads(cassette.read_text(encoding="utf-8"))["interactions"]]
+        )
+        for cassette in sorted(folder.glob("*/*.json"))
+    }
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _change_interaction(interaction: dict[str, Any], old: str, new: str, change: Any) -> None:

@@ -11,6 +11,7 @@ that the offline replay, with the server gone, renders it escaped again."""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -194,6 +195,16 @@ def test_the_helpers() -> None:
     )
     assert quoted("jev-1.13.0") == "jev-1.13.0" and quoted("org/m:8b") == "org/m:8b" and quoted("a b") == '"a b"'
     assert quoted("x" * 500).endswith('… (500 characters)"')
+
+
+def test_server_text_mentions_nobody_and_links_nowhere_on_github() -> None:
+    """In a pull-request comment an @name notifies that person or team, and a bare URL or www. address becomes
+    a link the server chose: the escaped text keeps every character but breaks GitHub's triggers."""
+    hostile = "ping @octocat and @org/team, mail a@b.example, see https://evil.example/x or www.evil.example"
+    escaped = markdown_text(hostile)
+    assert not re.search(r"@[A-Za-z0-9]|://|(?<![A-Za-z0-9])www\.", escaped), escaped
+    rendered = "".join(t.content for t in summary_tokens(escaped) if t.type == "text")
+    assert rendered.replace("\u200b", "") == hostile  # shown as sent, only a zero-width space added
 
 
 def test_a_code_span_shows_any_text_literally_and_a_table_keeps_it() -> None:

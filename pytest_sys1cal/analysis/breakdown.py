@@ -17,7 +17,8 @@ def breakdown(table: ItemTable, groups: Sequence[str]) -> dict[str, Any]:
     group's renderings where that primitive was asked."""
     probs = primitive_probabilities(table)
     labels = np.asarray(groups, dtype=str)
-    latent = table.latent_ids
+    # Latent problems as integer codes, once: counting distinct strings per cell sorted them afresh each time.
+    latent = np.unique(table.latent_ids, return_inverse=True)[1].reshape(-1)
     out: dict[str, Any] = {}
     for name in sorted(set(labels.tolist())):
         rows = labels == name

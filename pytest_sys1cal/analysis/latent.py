@@ -154,34 +154,67 @@ def _choice(mu: np.ndarray, logs: tuple[np.ndarray, np.ndarray], params: np.ndar
     return mu / (1.0 - lam * np.exp(alpha * logs[0] + beta * logs[1]))
 
 
+class _Work:
+    """Scratch arrays of one batched fit, (rows, n) each, allocated once and reused by every evaluation.
+
+    Fresh (rows × n) temporaries per step cost more than the arithmetic on them: a block of a few rows over
+    18k items is about 1 MiB per array, which glibc maps and unmaps (and the kernel zero-fills) afresh at
+    each step, about 4× the arithmetic in a fresh process. Written with out=, the same operations in the
+    same order give the same bits as the expressions they replace (tests/analysis/test_analysis_latent.py).
+    """
+
+    def __init__(self, mu: np.ndarray, logs: tuple[np.ndarray, np.ndarray], rows: int) -> None:
+        self.features = np.stack([np.ones_like(mu), logs[0], logs[1]])  # (3, n)
+        # (6, n): the products f_i·f_j of PAIRS, each sum of JᵀWJ once (it is symmetric).
+        self.products = np.stack([self.features[i] * self.features[j] for i, j in PAIRS])
+        self.buffers = np.empty((7, rows, mu.size))
+
+    def arrays(self, rows: int) -> tuple[np.ndarray, ...]:
+        return tuple(buffer[:rows] for buffer in self.buffers[:6])
+
+    def rows_of(self, weights: np.ndarray, todo: np.ndarray) -> np.ndarray:
+        """weights[todo], in the last buffer unless it is every row (valid until the next call)."""
+        if todo.size == weights.shape[0]:
+            return weights
+        return np.take(weights, todo, axis=0, out=self.buffers[6][: todo.size])
+
+
+# The upper triangle of JᵀWJ, row by row, and where each of the 9 entries is found in it.
+PAIRS = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+FULL = np.array([0, 1, 2, 1, 3, 4, 2, 4, 5])
+
+
 def _evaluate(
     mu: np.ndarray,
     logs: tuple[np.ndarray, np.ndarray],
     choice: np.ndarray,
     weights: np.ndarray,
     params: np.ndarray,
+    work: _Work,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """At parameter rows (b, 3): the cost Σ w·(f − Choice)² (b,), JᵀWJ (b, 3, 3) and JᵀW(f − Choice) (b, 3),
     J the Jacobian of f.
 
     ∂f/∂(λ, α, β) = m·(1, λ·log μ, λ·log(1−μ)) with m = μ·g/(1 − λ·g)², g = μ^α·(1−μ)^β: per item a
     scalar times a vector that does not depend on the parameters. Both sums are therefore matrix products
-    with per-item constants, and the (b, 3, n) Jacobian is never formed."""
+    with per-item constants, and the (b, 3, n) Jacobian is never formed. Every (b, n) array is one of
+    work's (no allocation per step)."""
     lam, alpha, beta = _split(params)
-    g = np.exp(alpha * logs[0] + beta * logs[1])
-    d = 1.0 - lam * g
-    residual = mu / d - choice
-    cost = np.sum(weights * residual**2, axis=1)
-    m = mu * g / (d * d)
-    features = np.stack([np.ones_like(mu), logs[0], logs[1]])  # (3, n)
-    products = (features[:, None, :] * features[None, :, :]).reshape(9, -1)  # (9, n): every pair k, l
+    g, d, residual, m, weighted, scratch = work.arrays(params.shape[0])
+    np.multiply(alpha, logs[0], out=g)
+    np.multiply(beta, logs[1], out=scratch)
+    np.exp(np.add(g, scratch, out=g), out=g)  # g = μ^α·(1−μ)^β
+    np.subtract(1.0, np.multiply(lam, g, out=d), out=d)  # d = 1 − λ·g
+    np.subtract(np.divide(mu, d, out=residual), choice, out=residual)  # f − Choice
+    cost = np.sum(np.multiply(weights, np.square(residual, out=scratch), out=scratch), axis=1)
+    np.divide(np.multiply(mu, g, out=m), np.multiply(d, d, out=scratch), out=m)  # m = μ·g/d²
+    np.multiply(weights, m, out=weighted)
     scale = np.concatenate([np.ones_like(lam), lam, lam], axis=1)  # (b, 3): 1, λ, λ
-    weighted = weights * m
-    # einsum, not @: a (b, n) × (n, 9) matmul is big enough for OpenBLAS to thread, and threads that wait
+    # einsum, not @: a (b, n) × (n, 6) matmul is big enough for OpenBLAS to thread, and threads that wait
     # for a busy core cost more than the whole product (2–4× slower fits on a loaded 2-core machine).
-    sums = np.einsum("bn,kn->bk", weighted * m, products).reshape(-1, 3, 3)
+    sums = np.einsum("bn,kn->bk", np.multiply(weighted, m, out=scratch), work.products)[:, FULL].reshape(-1, 3, 3)
     hess = sums * scale[:, :, None] * scale[:, None, :]
-    grad = np.einsum("bn,kn->bk", weighted * residual, features) * scale
+    grad = np.einsum("bn,kn->bk", np.multiply(weighted, residual, out=scratch), work.features) * scale
     return cost, hess, grad
 
 
@@ -209,6 +242,7 @@ def fit_batch(
     starts: np.ndarray,
     max_iter: int = 100,
     tol: float = 1e-12,
+    fallback: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Weighted least-squares (λ, α, β) for many (weights, start) rows at once: (B, n), (B, 3) → (B, 3).
 
@@ -217,15 +251,50 @@ def fit_batch(
     outward is held fixed for that step (active set), and steps are projected back into the box. A row
     stops when an accepted step lowers its cost by at most tol × cost, when no step lowers it any more
     (damping above 1e8), or after max_iter steps; then Gauss–Newton steps put it on the minimiser (_polish).
+    fallback: (B, 3) other starts and their (B,) costs; a row whose start costs more than its fallback's
+    starts at the fallback instead (one_step_starts: where the one step went the wrong way on the ridge).
     """
     logs = log_terms(mu)
     out = np.empty((weights.shape[0], 3))
     rows = max(1, BLOCK // max(mu.size, 1))
+    work = _Work(mu, logs, min(rows, weights.shape[0]))
     for first in range(0, weights.shape[0], rows):
         block = slice(first, first + rows)
-        fitted = _levenberg_marquardt(mu, logs, choice, weights[block], starts[block], max_iter, tol)
-        out[block] = _polish(mu, logs, choice, weights[block], *fitted)
+        other = None if fallback is None else (fallback[0][block], fallback[1][block])
+        fitted = _levenberg_marquardt(mu, logs, choice, weights[block], starts[block], max_iter, tol, work, other)
+        out[block] = _polish(mu, logs, choice, weights[block], *fitted, work)
     return out
+
+
+def one_step_starts(
+    mu: np.ndarray, choice: np.ndarray, clusters: Clusters, counts: np.ndarray, fit: LatentFit
+) -> tuple[np.ndarray, np.ndarray]:
+    """Warm starts of the bootstrap refits, one projected Gauss–Newton step from the point fit per resample,
+    and each resample's cost at the point fit (fit_batch's fallback).
+
+    A resample weights latent problem j by its multiplicity c_j, so its cost, gradient and JᵀWJ at the point
+    fit are Σ_j c_j·(C_j, G_j, H_j), sums over the problem's items: one pass over the items for all resamples,
+    then a (resamples × problems) matrix product, where the same step taken inside the refit costs a pass
+    over the items per resample. The step lands within O(1/J) of a resample's minimiser (J problems): one
+    evaluation fewer for Levenberg–Marquardt at 18k renderings; the refit then runs to its minimiser as from
+    the point fit (docs/statistics.md §2.2)."""
+    logs = log_terms(mu)
+    lam, alpha, beta = fit.lam, fit.alpha, fit.beta
+    g = np.exp(alpha * logs[0] + beta * logs[1])
+    d = 1.0 - lam * g
+    residual = mu / d - choice
+    jac = (mu * g / (d * d)) * np.stack([np.ones_like(mu), lam * logs[0], lam * logs[1]])  # (3, n)
+    per_item = np.concatenate([residual[None] ** 2, jac * residual, (jac[:, None] * jac[None, :]).reshape(9, -1)])
+    sums = counts @ clusters.sums(per_item).T  # (B, 13): cost, gradient, JᵀJ
+    cost, grad, hess = sums[:, 0], sums[:, 1:4], sums[:, 4:].reshape(-1, 3, 3)
+    x = np.broadcast_to(fit.params, grad.shape)
+    free = _free(x, grad)
+    held = free[:, :, None] & free[:, None, :]
+    system = hess * held + np.eye(3) * ~held
+    solvable = np.abs(np.linalg.det(system)) > SINGULAR * np.prod(np.diagonal(system, axis1=1, axis2=2), axis=1)
+    step = np.zeros_like(grad)
+    step[solvable] = np.linalg.solve(system[solvable], -(grad * free)[solvable][..., None])[..., 0]
+    return np.clip(x + step, LOWER, UPPER), cost
 
 
 def _levenberg_marquardt(
@@ -236,18 +305,27 @@ def _levenberg_marquardt(
     starts: np.ndarray,
     max_iter: int,
     tol: float,
+    work: _Work,
+    fallback: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The fitted rows, with the cost and normal equations at them (_evaluate's)."""
     x = starts.astype(float)  # a copy: updated in place
     # Cost and normal equations at x, kept per row: a trial point's evaluation serves the next step when
     # the trial is accepted, so each step costs one pass over the items.
-    current, hess_at, grad_at = _evaluate(mu, logs, choice, weights, x)
+    current, hess_at, grad_at = _evaluate(mu, logs, choice, weights, x, work)
+    if fallback is not None:
+        worse = np.flatnonzero(current > fallback[1])
+        if worse.size:
+            x[worse] = fallback[0][worse]
+            current[worse], hess_at[worse], grad_at[worse] = _evaluate(
+                mu, logs, choice, work.rows_of(weights, worse), x[worse], work
+            )
     damping = np.full(weights.shape[0], 1e-3)
     todo = np.arange(weights.shape[0])
     for _ in range(max_iter):
         if todo.size == 0:
             break
-        xs, w, grad = x[todo], weights[todo], grad_at[todo]
+        xs, w, grad = x[todo], work.rows_of(weights, todo), grad_at[todo]
         free = _free(xs, grad)
         hess = hess_at[todo] * (free[:, :, None] & free[:, None, :])
         diag = np.diagonal(hess, axis1=1, axis2=2)
@@ -256,7 +334,7 @@ def _levenberg_marquardt(
         system = hess + lift[:, :, None] * np.eye(3)
         step = np.linalg.solve(system, -(grad * free)[..., None])[..., 0]
         trial = np.clip(xs + step, LOWER, UPPER)
-        trial_cost, trial_hess, trial_grad = _evaluate(mu, logs, choice, w, trial)
+        trial_cost, trial_hess, trial_grad = _evaluate(mu, logs, choice, w, trial, work)
         better = trial_cost < current[todo]
         gain = current[todo] - trial_cost
         # Damping follows how well the quadratic model predicted the gain of the (projected) step s:
@@ -288,6 +366,7 @@ def _polish(
     cost: np.ndarray,
     hess: np.ndarray,
     grad: np.ndarray,
+    work: _Work,
 ) -> np.ndarray:
     """Undamped Gauss–Newton steps on the free parameters from where Levenberg–Marquardt stopped (x, with the
     cost and normal equations there), each kept while it shrinks the gradient without raising the cost past
@@ -314,7 +393,7 @@ def _polish(
         if todo.size == 0:
             break
         trial = np.clip(x[todo] + step, LOWER, UPPER)
-        trial_cost, trial_hess, trial_grad = _evaluate(mu, logs, choice, weights[todo], trial)
+        trial_cost, trial_hess, trial_grad = _evaluate(mu, logs, choice, work.rows_of(weights, todo), trial, work)
         norm = np.sum((grad * free) ** 2, axis=1)
         trial_norm = np.sum((trial_grad * _free(trial, trial_grad)) ** 2, axis=1)
         kept = (trial_norm < norm) & (trial_cost <= cost * (1 + COST_ROUNDING))

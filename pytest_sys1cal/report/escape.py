@@ -10,6 +10,9 @@ item's failure, pytest's stop reason) through `one_line`. HTML is escaped where 
   recoloured or reordered.
 - Markdown (GitHub's): the same, then every character that could start markup escaped: no heading, list,
   quote, table cell, link, image, HTML tag, code span, emphasis, strikethrough or math can come out of it.
+  GitHub's own links are broken too, with a zero-width space (``&#8203;``, as Renovate does): an ``@name``
+  would notify that person or team from a pull-request comment, and a bare ``https://…`` or ``www.…`` would
+  become a link a server chose.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ _BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\
 # Characters that open inline Markdown anywhere: backslash-escaped (ASCII punctuation, so CommonMark honours it).
 _INLINE = set("\\`*[]|~$")
 _HTML = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+# GitHub's mentions (@name, @org/team) and its autolinks (scheme://, www.): broken after their trigger.
+_GITHUB_LINKS = re.compile(r"(@)(?=[A-Za-z0-9])|(:)(?=//)|(?<![A-Za-z0-9])(www)(?=\.)", re.IGNORECASE)
+_ZWSP = "&#8203;"
 # What starts a block when it begins a line: a heading, a bullet, an ordered list's number, a setext underline or
 # a thematic break (a quote's ">" is already an entity; "*" and "_" are escaped anyway). "-0.161" starts none.
 _BLOCK_START = re.compile(r"#{1,6}(?=[ \t]|$)|[+\-](?=[ \t]|$)|(\d{1,9})(?=[.)](?:[ \t]|$))|[=\-]+[ \t]*$")
@@ -61,7 +67,7 @@ def markdown_text(text: str) -> str:
             out.append("\\_")  # an underscore inside a word (min_mean_ovl) emphasises nothing
         else:
             out.append(char)
-    escaped = "".join(out)
+    escaped = _GITHUB_LINKS.sub(lambda found: found.group(0) + _ZWSP, "".join(out))
     start = _BLOCK_START.match(escaped)
     if start is None:
         return escaped

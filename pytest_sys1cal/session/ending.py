@@ -58,7 +58,7 @@ def close_recording(run: Sys1CalRun) -> None:
     finished are kept, also when the end-of-run work was stopped)."""
     if run.recording is not None and not run.recording_closed:
         run.recording.close()
-        run.folder.finish_recording(run.rows, run.repeats)
+        run.folder.finish_recording(run.rows, run.repeats, run.dataset)
         run.recording_closed = True
 
 

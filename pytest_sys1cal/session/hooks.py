@@ -17,6 +17,7 @@ from ..redact import redact_log_records
 from ..report.escape import one_line
 from ..results import ResultRow
 from ..run import Sys1CalRun
+from ..store.answers import unchecked_notice
 from ..vocabulary import Verdict
 from .collect import MARKER, collect_suite, gate_reports, mark_upgrade, renderings_of, renderings_of_nodeids, row_of
 from .ending import finish
@@ -82,8 +83,10 @@ class ActiveRun:
         self.controller = run.controller
         self.only = only  # the renderings named by node id on the command line; None: every rendering
 
-    def pytest_report_header(self) -> str:
-        return self.run.header()
+    def pytest_report_header(self) -> list[str]:
+        folder = self.run.folder
+        notice = None if folder.recording else unchecked_notice(folder.path, folder.manifest)
+        return [self.run.header(), *([notice] if notice else [])]
 
     def pytest_ignore_collect(self, config: pytest.Config) -> bool | None:
         # `pytest --sys1cal` with no path arguments runs the benchmark alone; name paths to add your tests.

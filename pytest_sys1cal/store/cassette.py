@@ -80,6 +80,11 @@ class Recorded:
         self._responses = [interaction["response"] for interaction in interactions]
         self._played = [False] * len(interactions)
 
+    @property
+    def responses(self) -> Sequence[dict[str, Any]]:
+        """The recorded responses, in order (what `answers_digest` reads)."""
+        return self._responses
+
     @classmethod
     def read(cls, path: str) -> Recorded:
         """Raises FileNotFoundError, or ValueError/KeyError/TypeError for a file that is not a cassette."""

@@ -20,6 +20,7 @@ from ..names import check_name
 from ..questions import ALL_QUESTIONS
 from ..redact import strip_userinfo
 from ..vocabulary import MANIFEST_SCHEMA, RECORD_MODES
+from . import answers
 from .cassette import Scrubber
 from .lfs import check_not_lfs_pointers
 from .lock import LOCK_NAME, FolderLock
@@ -249,27 +250,30 @@ class CassetteFolder:
             self.manifest = new_manifest(
                 self.model, self.version, dataset, repeats, questions, settings, base_url=self._base_url
             )
+            kept = (self._replaced_manifest or {}).get(answers.ANSWERS)
+            if kept is not None:  # what this run does not re-record keeps the digest it was recorded with
+                self.manifest[answers.ANSWERS] = kept
             self.write_manifest(self.manifest)
             self._created_manifest = True
         return notice
 
-    def finish_recording(self, rows: Iterable[ResultRow], repeats: int) -> None:
+    def finish_recording(self, rows: Iterable[ResultRow], repeats: int, dataset: Dataset) -> None:
         """After the last answer: the manifest says what was recorded; a recording that saved nothing leaves
         nothing behind (the manifest it wrote, the folders it made). The lock is released whatever happens."""
         try:
-            empty = self._settle_manifest(list(rows), repeats)
+            empty = self._settle_manifest(list(rows), repeats, dataset)
             if empty:
                 (self.path / MANIFEST).unlink(missing_ok=True)
         finally:
             self._lock.release()
         if empty:
-            self._remove_empty_folders()
+            _remove_empty_folders(self.path, self.root)
 
     def release(self) -> None:
         """Release the recording lock if this run still holds it (a run that ended before finishing)."""
         self._lock.release()
 
-    def _settle_manifest(self, rows: list[ResultRow], repeats: int) -> bool:
+    def _settle_manifest(self, rows: list[ResultRow], repeats: int, dataset: Dataset) -> bool:
         """Write the manifest the recording leaves; True when it saved nothing into a folder it created."""
         if not any(row.recorded for row in rows):
             if self._created_manifest:
@@ -277,23 +281,38 @@ class CassetteFolder:
                 if self.manifest is None:
                     return not any(self.path.glob("*/*.json"))
                 self.write_manifest(self.manifest)
+            elif self.manifest is not None and answers.ANSWERS not in self.manifest:
+                self._add_answers()  # a folder recorded before digests were kept, complete: it gets them now
             return False
         if self.manifest is None:
             return False
         updated = after_recording(self.manifest, rows, repeats, self._base_url)
         if updated is not None:
+            names = answers.recorded_names(rows, dataset)
+            updated[answers.ANSWERS] = answers.after_recording(self.path, self.manifest, names)
             self.manifest = updated
             self.write_manifest(updated)
         return False
+
+    def _add_answers(self) -> None:
+        """The digests of a folder's cassettes as they are, under the recording lock (another live recording of
+        the folder writes them when it ends)."""
+        try:
+            self._lock.acquire()
+        except InputError:
+            return
+        self.manifest = {**(self.manifest or {}), answers.ANSWERS: answers.after_recording(self.path, self.manifest)}
+        self.write_manifest(self.manifest)
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:
         text = json.dumps({"schema": MANIFEST_SCHEMA, **manifest}, indent=2, sort_keys=True) + "\n"
         write_atomic(self.path / MANIFEST, self.redactor.text(text))
 
-    def _remove_empty_folders(self) -> None:
-        """The folders a recording that saved nothing made, where they are empty (another recording may have
-        started in them since: then they stay)."""
-        for directory in [*sorted(self.path.glob("*/"), reverse=True), self.path, self.path.parent, self.root]:
-            with contextlib.suppress(OSError):
-                if directory.is_dir() and not any(directory.iterdir()):
-                    directory.rmdir()
+
+def _remove_empty_folders(path: Path, root: Path) -> None:
+    """The folders a recording that saved nothing made, where they are empty (another recording may have
+    started in them since: then they stay)."""
+    for directory in [*sorted(path.glob("*/"), reverse=True), path, path.parent, root]:
+        with contextlib.suppress(OSError):
+            if directory.is_dir() and not any(directory.iterdir()):
+                directory.rmdir()

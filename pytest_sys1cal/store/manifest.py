@@ -116,6 +116,16 @@ def _base_url(value: Any) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname) and "@" not in parts.netloc
 
 
+def _answers(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(path, str) and _CASSETTE.fullmatch(path) and isinstance(digest, str) and SHA256.fullmatch(digest)
+        for path, digest in value.items()
+    )
+
+
+_CASSETTE = re.compile(r"[^/\\]+/[^/\\]+\.json")  # <family>/<instance id>.json, as the folder files them
+
+
 def _questions(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(q in ALL_QUESTIONS for q in value)
 
@@ -136,6 +146,11 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "note": (False, lambda v: isinstance(v, str), "text"),
     "settings": (False, lambda v: isinstance(v, dict), "an object (the adapter's settings when recording)"),
     "reconstructed_from": (False, lambda v: isinstance(v, dict), "an object"),
+    "answers": (
+        False,
+        _answers,
+        'an object {"<family>/<instance id>.json": sha256 of its recorded answers}, written by the recording',
+    ),
 }
 
 

@@ -118,6 +118,19 @@ def test_sign_flip_enumerates_small_samples():
     assert sign_flip_p(x, np.random.default_rng(0)) == expected
 
 
+def test_sign_flip_random_flips_are_the_int64_draws_of_before():
+    # The signs come from the top bit of 32-bit draws; rng.integers(0, 2) drew the same bits, and the test
+    # counted flipped sums computed in integers then.
+    for seed, size in ((5, 40), (6, 2750), (7, 1001)):
+        x = np.random.default_rng(seed).normal(0.01, 0.2, size=size)
+        rng = np.random.default_rng(seed)
+        exceed = sum(
+            int(np.sum((1 - 2 * rng.integers(0, 2, size=(chunk, size))) @ x >= x.sum() - 1e-12 * np.abs(x).sum()))
+            for chunk in (250,) * 39 + (249,)
+        )
+        assert sign_flip_p(x, np.random.default_rng(seed)) == (1 + exceed) / 10_000
+
+
 def test_sign_flip_random_flips_are_seeded():
     x = np.random.default_rng(2).normal(0.05, 0.2, size=40)
     p = sign_flip_p(x, np.random.default_rng(5))

@@ -309,3 +309,30 @@ def test_repeated_splits_are_seeded_and_ignore_the_order_of_the_items(published_
     shifted = analyze(published_items, seed=3, bootstrap=0, recalibration_splits=5)["readout_recalibrated"]
     assert shifted["choice"]["held_out"]["seeds"] == [3, 7]
     assert shifted["choice"]["held_out"] != first["choice"]["held_out"]
+
+
+def unsorted_fit_threshold(margin: np.ndarray, positive: np.ndarray) -> float:
+    """fit_threshold as it was before it sorted once per primitive: np.unique and a sort per class."""
+    values = np.unique(margin)
+    candidates = np.concatenate([[values[0] - 1.0], (values[:-1] + values[1:]) / 2, [values[-1] + 1.0]])
+    pos, neg = np.sort(margin[positive]), np.sort(margin[~positive])
+    recall_true = 1 - np.searchsorted(pos, candidates, side="left") / pos.size
+    recall_false = np.searchsorted(neg, candidates, side="left") / neg.size
+    accuracy = (recall_true + recall_false) / 2
+    best = np.flatnonzero(accuracy >= accuracy.max() - 1e-12)
+    return float(candidates[best[(best.size - 1) // 2]])
+
+
+def test_fit_threshold_on_one_sort_equals_the_unsorted_fit_on_ties_and_infinities():
+    rng = np.random.default_rng(0)
+    checked = 0
+    for k in range(1000):
+        n = int(rng.integers(2, 60))
+        margin = np.round(rng.normal(size=n), int(rng.integers(0, 3)))  # rounding makes ties
+        margin[rng.integers(0, n)] = (np.inf, -np.inf, 0.0)[k % 3]  # logit of P(True) 1, 0 and one half
+        positive = rng.random(n) < 0.5
+        if positive.all() or not positive.any():
+            continue
+        assert fit_threshold(margin, positive) == unsorted_fit_threshold(margin, positive)
+        checked += 1
+    assert checked > 900
