@@ -176,5 +176,5 @@ def test_the_lock_is_no_cassette_and_a_folder_that_recorded_nothing_is_removed(t
     assert folder(root, "none").base_url == "http://127.0.0.1:9"  # the manifest written at the start
     with pytest.raises(FolderLocked):  # in-process too: a second folder object of the same folder
         folder(root).start_recording(dataset, 2, ("noul",), {}, None)
-    held.finish_recording([], 2)
+    held.finish_recording([], 2, dataset)
     assert not root.exists()
