@@ -30,7 +30,7 @@ def test_readme_gives_install_main_job_and_test_command() -> None:
     commands = _first_code_block()
     assert 'pip install -e ".[test]"' in commands
     assert "pytest --sys1cal --model jev" in commands
-    assert commands[-1] == "pytest"
+    assert commands[-1] == "pytest -n 2"  # the whole suite, on the two cores CI has
 
 
 def test_readme_gives_users_the_install_and_the_main_job() -> None:
