@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cassette import Recorded
+from .manifest import MANIFEST
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
     from ..results import ResultRow
 
 ANSWERS = "answers"  # the manifest's field: {cassette path under the folder: digest of its answers}
-MANIFEST = "manifest.json"
 
 
 def answers_digest(responses: Sequence[Any]) -> str:
