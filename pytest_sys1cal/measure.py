@@ -15,7 +15,7 @@ from .errors import MeasurementError
 from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
 from .results import ResultRow
 from .store import answers
-from .store.cassette import CassetteMiss, Recorded, recorded_headers
+from .store.cassette import CassetteMiss, Recorded, cassette_name, recorded_headers
 
 if TYPE_CHECKING:
     from .store.folder import CassetteFolder
@@ -152,7 +152,7 @@ class Measurer:
 
         row = self._answered(rendering, answer)  # a cassette without the shape of one fails here, as damaged
         # Before its row counts (or vcrpy's matchers replay the same file): its answers are the ones recorded.
-        changed = answers.changed(self.folder.manifest, f"{rendering.family}/{rendering.short_id}.json", recorded)
+        changed = answers.changed(self.folder.manifest, cassette_name(rendering), recorded)
         if changed is not None:
             raise MeasurementError(f"{path}: {changed}; {self.advice.damaged(rendering, Path(path))}")
         return row

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cassette import Recorded
+from .cassette import Recorded, cassette_name
 from .manifest import MANIFEST
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def unchecked_notice(folder: Path, manifest: Mapping[str, Any] | None) -> str | 
 def recorded_names(rows: Iterable[ResultRow], dataset: Dataset) -> set[str]:
     """The cassettes (paths under the folder) a recording's `rows` say it recorded into."""
     recorded = {row.instance_id for row in rows if row.recorded}
-    return {f"{r.family}/{r.short_id}.json" for r in dataset.renderings if r.instance_id in recorded}
+    return {cassette_name(r) for r in dataset.renderings if r.instance_id in recorded}
 
 
 def after_recording(

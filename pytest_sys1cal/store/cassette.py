@@ -18,6 +18,7 @@ from ..errors import MeasurementError
 if TYPE_CHECKING:
     from vcr.request import Request as VcrRequest
 
+    from ..dataset import Rendering
     from ..redact import Redactor
 
 EXTENSION_KEY = "sys1cal_cassette"
@@ -97,6 +98,12 @@ class Recorded:
                 self._played[index] = True
                 return self._responses[index]
         return None
+
+
+def cassette_name(rendering: Rendering) -> str:
+    """Where a rendering's cassette is filed under its version folder, ``<family>/<instance id>.json`` (the
+    manifest's `answers` are keyed by it)."""
+    return f"{rendering.family}/{rendering.short_id}.json"
 
 
 def recorded_headers(recorded: dict[str, Any]) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from ..questions import ALL_QUESTIONS
 from ..redact import strip_userinfo
 from ..vocabulary import MANIFEST_SCHEMA, RECORD_MODES
 from . import answers
-from .cassette import Scrubber
+from .cassette import Scrubber, cassette_name
 from .lfs import check_not_lfs_pointers
 from .lock import LOCK_NAME, FolderLock
 from .manifest import MANIFEST, after_recording, new_manifest, read_manifest
@@ -193,7 +193,7 @@ class CassetteFolder:
     def file_for(self, rendering: Rendering) -> str:
         """The rendering's cassette as text, for the replay path (pathlib's joins cost more than reading a
         small file)."""
-        return f"{self._prefix}/{rendering.family}/{rendering.short_id}.json"
+        return f"{self._prefix}/{cassette_name(rendering)}"
 
     def path_for(self, rendering: Rendering) -> Path:
         return Path(self.file_for(rendering))
