@@ -82,3 +82,39 @@ def test_a_timed_out_rendering_is_counted_as_failed(pytester: pytest.Pytester, t
         ]
     )
     result.stdout.fnmatch_lines([f"FAILED sys1cal::jev?bayes/{SLOW}? - Failed: Timeout *"])
+
+
+HOOK_CONFTEST = """
+from pathlib import Path
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and report.nodeid.startswith("sys1cal::"):
+        with Path({log!r}).open("a") as log:
+            log.write(report.nodeid + "\\n")
+"""
+
+
+def test_conftest_hooks_reach_the_items_as_pytest_scopes_them(pytester: pytest.Pytester) -> None:
+    """The items share one hook relay, built once for the suite (pytest builds one per access, which costs a
+    tenth of a replayed item when a conftest.py lies below the rootdir); which conftests' hooks reach them is
+    still pytest's rule for their path, the rootdir: a conftest.py there applies, one in tests/ does not."""
+    root_log, sub_log = pytester.path / "root.log", pytester.path / "sub.log"
+    pytester.makeconftest(HOOK_CONFTEST.format(log=str(root_log)))
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "conftest.py").write_text(HOOK_CONFTEST.format(log=str(sub_log)), encoding="utf-8")
+    pytester.makeini("[pytest]\ntestpaths = tests\n")
+    args = ("--sys1cal", "--model=jev", f"--sys1cal-cassettes={CASSETTES}", "-k", "bayes__seed_000042", *QUIET)
+    result = pytester.runpytest(*args)
+    passed = result.parseoutcomes()["passed"]
+    assert passed > 1
+    seen = root_log.read_text().splitlines()  # each item once, by the root conftest's hook
+    assert len(seen) == len(set(seen)) == passed and all(node.startswith("sys1cal::jev[") for node in seen)
+    assert not sub_log.exists()
+
+    class Items:
+        def pytest_collection_finish(self, session: pytest.Session) -> None:
+            self.relays = [item.ihook for item in session.items]  # kept: a freed relay's id() is reused
+
+    items = Items()
+    pytester.inline_run(*args, "--collect-only", plugins=[items])
+    assert len(items.relays) == passed and all(relay is items.relays[0] for relay in items.relays)

@@ -8,6 +8,7 @@ not), so every adapter gets cassettes, retries and rate limits for free.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -346,16 +347,24 @@ def check_probability(value: Any, what: str, answer: Any) -> float:
     return min(1.0, max(0.0, value))
 
 
-def check_distribution(probabilities: Any, keys: Sequence[str], what: str, answer: Any) -> list[float]:
+@functools.lru_cache(maxsize=64)
+def _key_set(keys: tuple[str, ...]) -> frozenset[str]:
+    """The options as a set, built once per option list (a replay checks three distributions per rendering)."""
+    return frozenset(keys)
+
+
+def check_distribution(probabilities: Any, keys: tuple[str, ...], what: str, answer: Any) -> list[float]:
     """Probabilities for `keys`, in that order, renormalised; AnswerError when the keys or sum are wrong."""
     if not isinstance(probabilities, dict):
         raise AnswerError(f"{what}: 'probabilities' is missing or not an object; answer: {quote(answer)}")
-    if set(probabilities) != set(keys):
+    if probabilities.keys() != _key_set(keys):
         raise AnswerError(
             f"{what}: probability keys {sorted(probabilities)} are not the options {list(keys)}; "
             f"answer: {quote(answer)}"
         )
-    values = [check_probability(probabilities[k], f"{what}: P({k})", answer) for k in keys]
+    values = [probabilities[k] for k in keys]
+    if not all(type(v) is float and 0.0 <= v <= 1.0 for v in values):  # else each checked, and named if wrong
+        values = [check_probability(v, f"{what}: P({k})", answer) for k, v in zip(keys, values, strict=True)]
     total = sum(values)
     if abs(total - 1.0) > SUM_TOLERANCE:
         raise AnswerError(

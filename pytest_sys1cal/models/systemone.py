@@ -26,7 +26,7 @@ from .base import (
     quote,
 )
 
-SCORE_KEYS = [str(j) for j in range(SCORE_LEVELS)]
+SCORE_KEYS = tuple(str(j) for j in range(SCORE_LEVELS))
 # The answer types accepted for each question type: Vercel's gateway calls Noul "boolean".
 ANSWER_TYPES = {"noul": ("noul", "boolean"), "choice": ("choice",), "score": ("score",)}
 # A Noul answer may also carry its two-sided distribution (typed-gguf: {"yes": p, "no": 1 − p}); when it

@@ -4,12 +4,16 @@ scipy.optimize is the oracle here only: the package fits in numpy (importing sci
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from scipy.optimize import least_squares
 
+from pytest_sys1cal.analysis import uncertainty
 from pytest_sys1cal.analysis.items import aggregate_items
 from pytest_sys1cal.analysis.latent import (
+    BLOCK,
     LOWER,
     STARTS,
     UPPER,
@@ -216,3 +220,25 @@ def test_one_step_starts_fall_back_where_the_step_is_singular_or_worse():
     assert 0 < worse.sum() < 40
     from_far = fit_batch(data.mu, data.choice, weights, far, fallback=(point, costs))
     assert np.array_equal(from_far[worse], fit_batch(data.mu, data.choice, weights, point)[worse])
+
+
+@pytest.mark.parametrize("one_step", [False, True])
+def test_bootstrap_refits_on_threads_are_the_same_bits_as_one_after_another(monkeypatch, one_step):
+    # 600 × 3 renderings: BLOCK // 1800 = 72 resamples per block, so 300 resamples are 5 blocks on the threads.
+    data = clustered((0.6, 1.5, 2.0), 600, 3, seed=11)
+    assert data.fit is not None and BLOCK // data.n < 300
+    monkeypatch.setattr(uncertainty, "available_cores", lambda: 4)
+    threads = []
+
+    def fit_batch(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return real_fit_batch(*args, **kwargs)
+
+    real_fit_batch = uncertainty.fit_batch
+    monkeypatch.setattr(uncertainty, "fit_batch", fit_batch)
+    threaded = bootstrap_fits(data, data.fit, 5, 300, one_step=one_step)
+    assert len(threads) == 5 and all(name.startswith("sys1cal-bootstrap") for name in threads)
+    monkeypatch.setattr(uncertainty, "MAX_THREADS", 1)
+    serial = bootstrap_fits(data, data.fit, 5, 300, one_step=one_step)
+    assert np.array_equal(threaded, serial)
+    assert len(np.unique(threaded[:, 0])) > 100  # the resamples' own refits, not one value copied
