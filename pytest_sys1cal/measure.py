@@ -4,8 +4,7 @@ handed (the recording engine: retries, pacing and the cost cap in one place), ne
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
@@ -124,13 +123,18 @@ class Measurer:
     def _answered(self, rendering: Rendering, answer: Callable[[WireRequest], WireResponse | None]) -> ResultRow | None:
         """The row, each request answered by `answer`; None as soon as one request has no answer."""
         answers = []
-        with self.failures(rendering):
+        try:
             for requests in self.ask(rendering):
                 responses = [answer(request) for request in requests]
                 if any(response is None for response in responses):
                     return None
                 answers.append(responses)
             return self.row(rendering, answers)  # type: ignore[arg-type]
+        except MeasurementError as exc:
+            failure = self.failure(rendering, exc)
+            if failure is None:
+                raise
+            raise failure from None
 
     # ------------------------------------------------------------------ replay
 
@@ -195,21 +199,18 @@ class Measurer:
 
     # ------------------------------------------------------------------ failures
 
-    @contextlib.contextmanager
-    def failures(self, rendering: Rendering) -> Iterator[None]:
-        """What can go wrong measuring a rendering, as the one-line error that fails its item."""
-        try:
-            yield
-        except CassetteMiss as exc:
-            raise MeasurementError(
-                f"{exc}; {self.advice.missing(rendering, self.folder.path_for(rendering))}"
-            ) from None
-        except _Damaged as exc:
-            raise MeasurementError(self.damaged(rendering, exc.__cause__ or exc)) from None
-        except ServerError as exc:
-            raise MeasurementError(f"server error: {exc}", fatal=exc.fatal) from None
-        except AnswerError as exc:
-            raise MeasurementError(f"malformed answer: {exc}") from None
+    def failure(self, rendering: Rendering, exc: MeasurementError) -> MeasurementError | None:
+        """What went wrong measuring a rendering, as the one-line error that fails its item; None for an error
+        that already is one."""
+        if isinstance(exc, CassetteMiss):
+            return MeasurementError(f"{exc}; {self.advice.missing(rendering, self.folder.path_for(rendering))}")
+        if isinstance(exc, _Damaged):
+            return MeasurementError(self.damaged(rendering, exc.__cause__ or exc))
+        if isinstance(exc, ServerError):
+            return MeasurementError(f"server error: {exc}", fatal=exc.fatal)
+        if isinstance(exc, AnswerError):
+            return MeasurementError(f"malformed answer: {exc}")
+        return None
 
     def open(self, rendering: Rendering) -> Any:
         """The rendering's vcrpy cassette; a file that cannot be read as one fails the item in one line."""

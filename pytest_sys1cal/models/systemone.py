@@ -158,16 +158,24 @@ def _parse_answer(qid: str, answer: dict[str, Any]) -> Any:
     kind = answer.get("type")
     if kind not in ANSWER_TYPES[expected]:
         raise AnswerError(f"answer to {qid!r} has type {kind!r}, expected {expected!r}: {quote(answer)}")
+    what = _what(qid)
     if qid == NOUL:
-        noul = check_probability(answer.get("noul"), f"answer to {qid!r}: noul", answer)
-        _check_noul_sides(qid, noul, answer)
+        noul = check_probability(answer.get("noul"), f"{what}: noul", answer)
+        if "probabilities" in answer:
+            _check_noul_sides(qid, noul, answer)
         return noul
     if qid == SCORE:
         # Keys are decimal strings on the wire ("0".."9"); the legend is informational and not checked.
-        return check_distribution(answer.get("probabilities"), SCORE_KEYS, f"answer to {qid!r}", answer)
+        return check_distribution(answer.get("probabilities"), SCORE_KEYS, what, answer)
     options = CHOICE_OPTIONS[qid]
-    probabilities = check_distribution(answer.get("probabilities"), options, f"answer to {qid!r}", answer)
+    probabilities = check_distribution(answer.get("probabilities"), options, what, answer)
     return probabilities[options.index("True")]
+
+
+@functools.lru_cache(maxsize=64)
+def _what(qid: str) -> str:
+    """How an error names the answer to `qid` (built once per question id, not per answer)."""
+    return f"answer to {qid!r}"
 
 
 def _check_noul_sides(qid: str, noul: float, answer: dict[str, Any]) -> None:
