@@ -41,9 +41,12 @@ ONE_STEP_PROBLEMS = 500
 
 # The bootstrap's blocks of refits run on up to this many threads (no more than the cores the process may use):
 # numpy's element-wise loops and einsum, most of a refit, release the GIL, so on 2 cores the refits of 18k
-# renderings take about 0.6 of the time. Blocks are independent (each its own scratch arrays and its own rows
+# renderings take about 0.75 of the time. Blocks are independent (each its own scratch arrays and its own rows
 # of the result), so the result is the same bits on any number of threads.
 MAX_THREADS = 4
+# Below this many item-refits (renderings × resamples) the refits run one block after another: they take a few
+# hundredths of a second, and blocks on threads would hold their scratch arrays at once (+6 MB at 365 × 500).
+THREADED_WORK = 2_000_000
 
 NOTES = [
     "λ is weakly identified: it trades off against the width α+β of the uncertainty bump, so u_max "
@@ -134,7 +137,7 @@ def bootstrap_fits(data: LatentData, fit: LatentFit, seed: int, bootstrap: int, 
         params[block] = fit_batch(data.mu, data.choice, weights, starts[block], fallback=fallback)
 
     blocks = range(0, bootstrap, rows)
-    workers = min(len(blocks), available_cores(), MAX_THREADS)
+    workers = min(len(blocks), available_cores(), MAX_THREADS) if data.n * bootstrap >= THREADED_WORK else 1
     if workers <= 1:
         for first in blocks:
             refit(first)

@@ -228,6 +228,7 @@ def test_bootstrap_refits_on_threads_are_the_same_bits_as_one_after_another(monk
     data = clustered((0.6, 1.5, 2.0), 600, 3, seed=11)
     assert data.fit is not None and BLOCK // data.n < 300
     monkeypatch.setattr(uncertainty, "available_cores", lambda: 4)
+    monkeypatch.setattr(uncertainty, "THREADED_WORK", data.n * 300)  # this much work goes to the threads
     threads = []
 
     def fit_batch(*args, **kwargs):
@@ -238,7 +239,9 @@ def test_bootstrap_refits_on_threads_are_the_same_bits_as_one_after_another(monk
     monkeypatch.setattr(uncertainty, "fit_batch", fit_batch)
     threaded = bootstrap_fits(data, data.fit, 5, 300, one_step=one_step)
     assert len(threads) == 5 and all(name.startswith("sys1cal-bootstrap") for name in threads)
-    monkeypatch.setattr(uncertainty, "MAX_THREADS", 1)
+    threads.clear()
+    monkeypatch.setattr(uncertainty, "THREADED_WORK", data.n * 300 + 1)  # less: one block after another
     serial = bootstrap_fits(data, data.fit, 5, 300, one_step=one_step)
+    assert len(threads) == 5 and not any(name.startswith("sys1cal-bootstrap") for name in threads)
     assert np.array_equal(threaded, serial)
     assert len(np.unique(threaded[:, 0])) > 100  # the resamples' own refits, not one value copied
