@@ -155,14 +155,13 @@ def _parse_answer(qid: str, answer: dict[str, Any]) -> Any:
     with ``noul`` (NOUL_AGREEMENT), so a server that put P(no) in either place is caught, not averaged in.
     """
     expected = "noul" if qid == NOUL else "score" if qid == SCORE else "choice"
+    what = _what(qid)
     kind = answer.get("type")
     if kind not in ANSWER_TYPES[expected]:
-        raise AnswerError(f"answer to {qid!r} has type {kind!r}, expected {expected!r}: {quote(answer)}")
-    what = _what(qid)
+        raise AnswerError(f"{what} has type {kind!r}, expected {expected!r}: {quote(answer)}")
     if qid == NOUL:
         noul = check_probability(answer.get("noul"), f"{what}: noul", answer)
-        if "probabilities" in answer:
-            _check_noul_sides(qid, noul, answer)
+        _check_noul_sides(qid, noul, answer)
         return noul
     if qid == SCORE:
         # Keys are decimal strings on the wire ("0".."9"); the legend is informational and not checked.
@@ -182,13 +181,15 @@ def _check_noul_sides(qid: str, noul: float, answer: dict[str, Any]) -> None:
     """A Noul `probabilities` block with yes/no (or true/false) sides must agree with `noul`; one of any other
     shape is left alone, like any extra field."""
     sides = answer.get("probabilities")
-    keys = next((pair for pair in NOUL_SIDES if isinstance(sides, dict) and set(sides) == set(pair)), None)
+    if not isinstance(sides, dict):  # no block (the common case), or one of another shape
+        return
+    keys = next((pair for pair in NOUL_SIDES if set(sides) == set(pair)), None)
     if keys is None:
         return
-    p_yes = check_distribution(sides, keys, f"answer to {qid!r}: noul probabilities", answer)[0]
+    p_yes = check_distribution(sides, keys, f"{_what(qid)}: noul probabilities", answer)[0]
     if abs(p_yes - noul) > NOUL_AGREEMENT:
         raise AnswerError(
-            f"answer to {qid!r} contradicts itself: noul = {noul:g} but its probabilities give "
+            f"{_what(qid)} contradicts itself: noul = {noul:g} but its probabilities give "
             f"P({keys[0]}) = {p_yes:g}; answer: {quote(answer)}"
         )
 
