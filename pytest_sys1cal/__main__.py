@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -55,5 +56,18 @@ def main(argv: list[str] | None = None) -> int:
     return int(importlib.import_module(COMMANDS[args.command][0]).main(args))
 
 
+def run() -> int:
+    """main() as the command line runs it: output cut short by its reader (`... docs | head`) ends the command
+    quietly with status 1, not with a traceback."""
+    try:
+        code = main()
+        sys.stdout.flush()  # a reader gone away shows here, inside the handler, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # Python flushes stdout again at exit; pointed at devnull, that flush cannot raise a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())
