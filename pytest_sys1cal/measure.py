@@ -4,6 +4,8 @@ handed (the recording engine: retries, pacing and the cost cap in one place), ne
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -13,8 +15,8 @@ from .dataset import Rendering
 from .errors import MeasurementError
 from .models.base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse
 from .results import ResultRow
-from .store import answers
-from .store.cassette import CassetteMiss, Recorded, cassette_name, recorded_headers
+from .store import answers, replay_index
+from .store.cassette import CassetteMiss, Recorded, cassette_name, read_bytes, recorded_headers
 
 if TYPE_CHECKING:
     from .store.folder import CassetteFolder
@@ -42,6 +44,11 @@ class Sender(Protocol):
     def forget(self, rendering: Rendering) -> None: ...
 
     def close(self) -> None: ...
+
+
+Answer = Callable[[WireRequest], WireResponse | None]  # a request's recorded response; None: none recorded
+Requests = Sequence[WireRequest]  # one repeat's
+Row = ResultRow | None  # None: some request has no recorded answer
 
 
 class Measurer:
@@ -120,12 +127,13 @@ class Measurer:
             server_model = self.adapter.reported_model(responses) or server_model
         return server_model
 
-    def _answered(self, rendering: Rendering, answer: Callable[[WireRequest], WireResponse | None]) -> ResultRow | None:
-        """The row, each request answered by `answer`; None as soon as one request has no answer."""
+    def _answered(self, rendering: Rendering, answer: Answer, requests: Requests) -> Row:
+        """The row, each of one repeat's `requests` answered by `answer` in every repeat; None as soon as one
+        request has no answer."""
         answers = []
         try:
-            for requests in self.ask(rendering):
-                responses = [answer(request) for request in requests]
+            for repeat in [requests] * self.repeats:
+                responses = [answer(request) for request in repeat]
                 if any(response is None for response in responses):
                     return None
                 answers.append(responses)
@@ -141,12 +149,20 @@ class Measurer:
     def _replay_exact(self, rendering: Rendering) -> ResultRow | None:
         """Replay requests byte-equal to recorded ones, without vcrpy's objects; None when the cassette is
         missing or some request is not byte-equal to a recording, so that vcrpy's matchers decide (and say
-        why a request has no recording)."""
+        why a request has no recording). The replay index answers where it may (store/replay_index.py)."""
         path = self.folder.file_for(rendering)
         try:
-            recorded = Recorded.read(path)
+            data = read_bytes(path)
         except FileNotFoundError:
             return None
+        requests, index = self.adapter.requests(rendering, self.question_ids), self.index
+        row = index.row(rendering, data, requests, self.folder.manifest) if index is not None else None
+        return row if row is not None else self.replay_bytes(rendering, path, data, requests)[0]
+
+    def replay_bytes(self, rendering: Rendering, path: str, data: bytes, requests: Requests) -> tuple[Row, Recorded]:
+        """_replay_exact from the cassette's bytes (`data`), without the index: the row, and the cassette read."""
+        try:
+            recorded = Recorded(json.loads(data))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise MeasurementError(self.damaged(rendering, exc)) from None
 
@@ -154,12 +170,18 @@ class Measurer:
             found = recorded.take(request.method, urlsplit(request.url).path, request.content().decode("utf-8"))
             return None if found is None else _wire(found)
 
-        row = self._answered(rendering, answer)  # a cassette without the shape of one fails here, as damaged
+        row = self._answered(rendering, answer, requests)  # a cassette without the shape of one fails as damaged
         # Before its row counts (or vcrpy's matchers replay the same file): its answers are the ones recorded.
         changed = answers.changed(self.folder.manifest, cassette_name(rendering), recorded)
         if changed is not None:
             raise MeasurementError(f"{path}: {changed}; {self.advice.damaged(rendering, Path(path))}")
-        return row
+        return row, recorded
+
+    @functools.cached_property
+    def index(self) -> replay_index.ReplayIndex | None:
+        """The folder's replay index, read on the first replay of this process (None: none this run may use)."""
+        stamp = replay_index.stamp(self.adapter, self.question_ids, self.repeats)
+        return None if stamp is None else replay_index.ReplayIndex.load(self.folder.path, self.folder.manifest, stamp)
 
     def _replay_matched(self, rendering: Rendering) -> ResultRow:
         """Replay through vcrpy's matchers: a request no recording answers fails the item, saying why."""
@@ -175,7 +197,7 @@ class Measurer:
             assert found is not None  # a replay may not record: a request no recording answers raises CassetteMiss
             return _wire(found)
 
-        row = self._answered(rendering, answer)
+        row = self._answered(rendering, answer, self.adapter.requests(rendering, self.question_ids))
         assert row is not None
         return row
 
@@ -229,6 +251,24 @@ class Measurer:
     def close(self) -> None:
         if self.sender is not None:
             self.sender.close()
+
+
+def index_lines(measurer: Measurer, renderings: Sequence[Rendering]) -> list[str]:
+    """The replay index's lines for the folder as it is: each cassette of `renderings` replayed the ordinary
+    way; one that fails, or needs vcrpy's matchers, has none."""
+    lines = []
+    for rendering in renderings:
+        path = measurer.folder.file_for(rendering)
+        try:
+            data = read_bytes(path)
+            requests = measurer.adapter.requests(rendering, measurer.question_ids)
+            row, recorded = measurer.replay_bytes(rendering, path, data, requests)
+        except (OSError, MeasurementError):
+            continue
+        if row is not None:
+            digest = answers.answers_digest(recorded.responses)
+            lines.append(replay_index.entry_line(cassette_name(rendering), data, requests, digest, row))
+    return lines
 
 
 def _wire(recorded: dict[str, Any]) -> WireResponse:

@@ -50,6 +50,11 @@ class ResultRow:
         return cls(rendering.instance_id, None, server_model, recorded, values=values, layout=layout)
 
     @classmethod
+    def packed(cls, rendering: Rendering, layout: Layout, values: bytes, server_model: str | None) -> ResultRow:
+        """A row from samples already packed (the replay index's): `values` the doubles of `layout`'s shape."""
+        return cls(rendering.instance_id, None, server_model, values=values, layout=_LAYOUTS.setdefault(layout, layout))
+
+    @classmethod
     def failed(cls, rendering: Rendering, error: str) -> ResultRow:
         return cls(rendering.instance_id, error=error)
 

@@ -52,6 +52,7 @@ class SystemOneAdapter(ModelAdapter):
     """Any `/v1/systemone` server: `--sys1cal-base-url` and `--sys1cal-model-version` say which."""
 
     name = "systemone"
+    replay_index = True
     default_version = "jev-latest"
     default_base_url = "http://127.0.0.1:8787"
     base_url_env = "SYS1CAL_BASE_URL"

@@ -17,6 +17,7 @@ from ..redact import redact_log_records
 from ..report.escape import one_line
 from ..results import ResultRow
 from ..run import Sys1CalRun
+from ..store import replay_index
 from ..store.answers import unchecked_notice
 from ..vocabulary import Verdict
 from .collect import MARKER, collect_suite, gate_reports, mark_upgrade, renderings_of, renderings_of_nodeids, row_of
@@ -85,8 +86,13 @@ class ActiveRun:
 
     def pytest_report_header(self) -> list[str]:
         folder = self.run.folder
-        notice = None if folder.recording else unchecked_notice(folder.path, folder.manifest)
-        return [self.run.header(), *([notice] if notice else [])]
+        notices = [] if folder.recording else [unchecked_notice(folder.path, folder.manifest), self._index_notice()]
+        return [self.run.header(), *(notice for notice in notices if notice)]
+
+    def _index_notice(self) -> str | None:
+        measurer = self.run.measurer
+        stamp = replay_index.stamp(measurer.adapter, measurer.question_ids, measurer.repeats)
+        return None if stamp is None else replay_index.notice(self.run.folder.path, self.run.folder.manifest, stamp)
 
     def pytest_ignore_collect(self, config: pytest.Config) -> bool | None:
         # `pytest --sys1cal` with no path arguments runs the benchmark alone; name paths to add your tests.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,11 +20,14 @@ from ..names import check_name
 from ..questions import ALL_QUESTIONS
 from ..redact import strip_userinfo
 from ..vocabulary import MANIFEST_SCHEMA, RECORD_MODES
-from . import answers
+from . import answers, replay_index
 from .cassette import Scrubber, cassette_name
 from .lfs import check_not_lfs_pointers
 from .lock import LOCK_NAME, FolderLock
 from .manifest import MANIFEST, after_recording, new_manifest, read_manifest
+
+# What writes a folder's replay index at the end of a recording: its stamp and lines, or None for none.
+IndexBuilder = Callable[[], tuple[Mapping[str, Any], list[str]] | None]
 
 if TYPE_CHECKING:
     from ..redact import Redactor
@@ -68,6 +71,19 @@ def reference_root(root: Path, model: str, version: str, record_mode: str, *, de
         return None
     reference = reference_cassettes()
     return reference if reference is not None and reference.resolve() != root.resolve() else None
+
+
+def _check_unlisted(folder: CassetteFolder, advice: RefusalAdvice, collect_only: bool) -> None:
+    """A folder without a manifest: refused when it holds cassettes (nothing says what they are), or, for a
+    replay, because there is nothing to replay."""
+    cassettes = folder.cassette_count()
+    if cassettes:
+        raise InputError(
+            f"{folder.path / MANIFEST}: missing; the folder holds {cassettes} cassettes but no manifest saying what "
+            f"they are. Restore it from version control, or {advice.key}re-record with: {advice.command('all')}"
+        )
+    if not folder.recording and not collect_only:
+        raise InputError(advice.no_cassettes())
 
 
 def _check_files(folder: CassetteFolder, dataset: Dataset, advice: RefusalAdvice) -> None:
@@ -206,16 +222,8 @@ class CassetteFolder:
     def check(self, dataset: Dataset, advice: RefusalAdvice, *, collect_only: bool = False) -> None:
         """Refuse (InputError): cassettes without a manifest; a replay with no cassettes for this model and
         version; cassettes of another dataset; recording into a reconstructed or read-only set."""
-        manifest_path = self.path / MANIFEST
         if self.manifest is None and self.record_mode != "all":
-            cassettes = self.cassette_count()
-            if cassettes:
-                raise InputError(
-                    f"{manifest_path}: missing; the folder holds {cassettes} cassettes but no manifest saying what "
-                    f"they are. Restore it from version control, or {advice.key}re-record with: {advice.command('all')}"
-                )
-            if not self.recording and not collect_only:
-                raise InputError(advice.no_cassettes())
+            _check_unlisted(self, advice, collect_only)
         if self.recording and (self.read_only or self.reconstructed):
             what = "the bundled reference set" if self.read_only else "cassettes reconstructed from published outputs"
             instead = f"{advice.key}record into another cassette folder: {advice.record_elsewhere()}"
@@ -257,13 +265,18 @@ class CassetteFolder:
             self._created_manifest = True
         return notice
 
-    def finish_recording(self, rows: Iterable[ResultRow], repeats: int, dataset: Dataset) -> None:
-        """After the last answer: the manifest says what was recorded; a recording that saved nothing leaves
-        nothing behind (the manifest it wrote, the folders it made). The lock is released whatever happens."""
+    def finish_recording(
+        self, rows: Iterable[ResultRow], repeats: int, dataset: Dataset, index: IndexBuilder | None = None
+    ) -> None:
+        """After the last answer: the manifest says what was recorded, and the replay `index` is written; a
+        recording that saved nothing leaves nothing behind (the manifest it wrote, the folders it made). The lock
+        is released whatever happens."""
         try:
             empty = self._settle_manifest(list(rows), repeats, dataset)
             if empty:
                 (self.path / MANIFEST).unlink(missing_ok=True)
+            elif index is not None and self.manifest is not None:
+                _write_index(self, index)
         finally:
             self._lock.release()
         if empty:
@@ -307,6 +320,17 @@ class CassetteFolder:
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:
         text = json.dumps({"schema": MANIFEST_SCHEMA, **manifest}, indent=2, sort_keys=True) + "\n"
         write_atomic(self.path / MANIFEST, self.redactor.text(text))
+
+
+def _write_index(folder: CassetteFolder, index: IndexBuilder) -> None:
+    """The replay index for the folder as the recording leaves it, and its digest in the manifest."""
+    built = index()
+    if built is None or folder.manifest is None:
+        return
+    digest = replay_index.write(folder.path, *built, redact=folder.redactor.text)
+    if folder.manifest.get(replay_index.MANIFEST_FIELD) != digest:
+        folder.manifest = {**folder.manifest, replay_index.MANIFEST_FIELD: digest}
+        folder.write_manifest(folder.manifest)
 
 
 def _remove_empty_folders(path: Path, root: Path) -> None:

@@ -151,6 +151,11 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
         _answers,
         'an object {"<family>/<instance id>.json": sha256 of its recorded answers}, written by the recording',
     ),
+    "replay_index": (
+        False,
+        lambda v: isinstance(v, str) and SHA256.fullmatch(v) is not None,
+        "the sha256 of the folder's replay-index.tsv (64 hex digits), written by the recording",
+    ),
 }
 
 
