@@ -13,7 +13,9 @@ the trivial run's, per rendering), peak RSS of both and the plugin's KB per rend
 run, and the `-n 2 / -n 0` ratio of each (xdist). `--tree` runs the same measurements for other checkouts
 of the plugin (e.g. an earlier commit, via PYTHONPATH), interleaved with this one, for a before/after table;
 each tree replays cassettes its own manifest format describes (its bundled set; a copy of each generated
-recording that the tree's own plugin has completed, so a tree that checks answer digests pays for it).
+recording that the tree's own plugin has completed, so a tree that checks answer digests pays for it, and a
+tree that writes a replay index replays from the index it wrote; delete a tree's copies after changing its
+plugin).
 Targets (issue 27): marginal ≤ 150 µs per rendering beyond a trivial item, the 18k run ≤ 1.3× a trivial suite
 of the same size, the analysis of 18k renderings ≤ 1.5 s on 2 cores; ≤ ~5 KB per rendering, plugin -n 2/-n 0
 at or below the trivial suite's (issue 14).
@@ -163,7 +165,8 @@ def own_cassettes(case: Case, name: str, tree: Path | None, workdir: Path) -> li
     """The replay arguments of `case` for one tree, on cassettes that tree's own manifest format describes: its
     own bundled set for 365; for a generated set, a copy of the recording made once per tree and completed by a
     recording run of that tree's plugin that has nothing to send (a tree that keeps answer digests in the
-    manifest adds them then, so its replay pays for checking them; an older one leaves the copy as it is)."""
+    manifest adds them then, so its replay pays for checking them, and one that writes a replay index writes it
+    then, so its replay reads it; an older one leaves the copy as it is)."""
     root = tree or REPO
     args = [arg.replace(str(REPO / "cassettes"), str(root / "cassettes")) for arg in case.replay]
     recorded = next(

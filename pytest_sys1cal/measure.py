@@ -263,7 +263,7 @@ def index_lines(measurer: Measurer, renderings: Sequence[Rendering]) -> list[str
             data = read_bytes(path)
             requests = measurer.adapter.requests(rendering, measurer.question_ids)
             row, recorded = measurer.replay_bytes(rendering, path, data, requests)
-        except (OSError, MeasurementError):
+        except Exception:  # noqa: BLE001 - no line: its replay reads the cassette, and fails its item, as without one
             continue
         if row is not None:
             digest = answers.answers_digest(recorded.responses)

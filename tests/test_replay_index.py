@@ -16,6 +16,7 @@ import pytest
 
 from pytest_sys1cal.measure import Measurer
 from pytest_sys1cal.models.base import ModelAdapter
+from pytest_sys1cal.models.systemone import SystemOneAdapter
 from pytest_sys1cal.redact import Redactor
 from pytest_sys1cal.store import replay_index
 from pytest_sys1cal.store.folder import CassetteFolder
@@ -139,6 +140,27 @@ def test_an_index_of_another_stamp_is_not_used_and_the_header_says_which(
     result, _ = replay(pytester, indexed, "repeats", "--sys1cal-repeats=2", *SELECTION)
     result.stdout.fnmatch_lines(["sys1cal: *replay-index.tsv is not used (it was written for another repeats)*"])
     result.assert_outcomes(failed=3, deselected=362)  # the one-repeat cassettes cannot answer a second repeat
+
+
+def test_a_subclass_does_not_inherit_the_promise_and_the_stamp_follows_the_code(tmp_path: Path) -> None:
+    """An adapter derived from a built-in one may override `parse` with anything (tests/test_secrets.py's buggy
+    adapter reads the environment): it gets no index unless its own class says so. The stamp carries a digest
+    of the code that turns a cassette into a row, so an index written before a change to it is not used."""
+
+    class Derived(SystemOneAdapter):
+        name = "derived"
+
+    class Declared(SystemOneAdapter):
+        name = "declared"
+        replay_index = True
+
+    assert replay_index.stamp(Derived(None, None, {}), ("noul",), 1) is None
+    stamp = replay_index.stamp(Declared(None, None, {}), ("noul",), 1)
+    built_in = replay_index.stamp(SystemOneAdapter(None, None, {}), ("noul",), 1)
+    assert stamp is not None and built_in is not None
+    assert stamp["adapter"].endswith("Declared")
+    assert stamp["code"] != built_in["code"]  # its own module (this file) is part of the code its rows depend on
+    assert len(stamp["code"]) == 16 and {"plugin", "settings", "questions", "repeats"} <= stamp.keys()
 
 
 def test_an_adapter_that_does_not_say_its_answers_are_pure_gets_no_index(tmp_path: Path) -> None:

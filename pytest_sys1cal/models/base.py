@@ -123,7 +123,8 @@ class ModelAdapter(ABC):
     strict_model_names: ClassVar[bool] = True
     # True when `parse` and `reported_model` depend on nothing but the responses, the question ids and
     # `settings()`: then a replay may take a rendering's row from the folder's replay index
-    # (store/replay_index.py) instead of parsing its cassette. Off unless an adapter says so.
+    # (store/replay_index.py) instead of parsing its cassette. Off unless an adapter's own class says so: a
+    # subclass does not inherit it (it may override `parse` with anything).
     replay_index: ClassVar[bool] = False
 
     def __init__(self, version: str | None, base_url: str | None, environ: Mapping[str, str]):

@@ -199,6 +199,7 @@ class JevAdapter(SystemOneAdapter):
     """TypeSafe's Jev, pinned to the version the thresholds were tuned on."""
 
     name = "jev"
+    replay_index = True
     default_version = "jev-1.13.0"
     default_base_url = "https://api.typesafe.ai"
     base_url_env = "TYPESAFE_BASE_URL"

@@ -13,8 +13,11 @@ folder's cassettes through that ordinary path (measure.py)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
+import sys
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -109,19 +112,46 @@ class ReplayIndex:
 
 
 def stamp(adapter: ModelAdapter, question_ids: Sequence[str], repeats: int) -> dict[str, Any] | None:
-    """What every entry depends on besides a cassette's bytes and the requests; None for an adapter that does not
-    say its answers depend on nothing else (ModelAdapter.replay_index)."""
-    if not adapter.replay_index:
+    """What every entry depends on besides a cassette's bytes and the requests; None for an adapter whose class
+    does not itself say that its answers depend on nothing else (ModelAdapter.replay_index: a subclass that
+    overrides `parse` does not inherit the promise), or whose code cannot be read."""
+    kind = type(adapter)
+    code = _code(kind) if vars(kind).get("replay_index") is True else None
+    if code is None:
         return None
     return {
         "schema": SCHEMA,
         "plugin": __version__,
-        "adapter": f"{type(adapter).__module__}.{type(adapter).__qualname__}",
+        "code": code,
+        "adapter": f"{kind.__module__}.{kind.__qualname__}",
         "model_version": adapter.version,
         "settings": adapter.settings(),
         "questions": list(question_ids),
         "repeats": repeats,
     }
+
+
+# The modules that turn a cassette's bytes into a row (besides the adapter's own): any change to them, released
+# or not, makes every index written before it unusable, rather than trusted.
+REPLAY_CODE = ("pytest_sys1cal.measure", "pytest_sys1cal.results", "pytest_sys1cal.models.base", __name__)
+
+
+@functools.lru_cache(maxsize=8)
+def _code(kind: type) -> str | None:
+    """sha256 (first 16 hex digits) of the source of REPLAY_CODE and of the adapter's module and classes; None
+    when a source file cannot be read (then no index is written or used)."""
+    digest = hashlib.sha256()
+    modules = {*REPLAY_CODE, *(base.__module__ for base in kind.__mro__ if base is not object)}
+    for name in sorted(modules):
+        module = sys.modules.get(name)
+        try:
+            source = inspect.getsourcefile(module) if module is not None else None
+            if source is None:
+                return None
+            digest.update(name.encode() + b"\0" + Path(source).read_bytes())
+        except (TypeError, OSError):
+            return None
+    return digest.hexdigest()[:16]
 
 
 def read_stamp(line: str) -> dict[str, Any] | None:
