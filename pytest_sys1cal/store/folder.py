@@ -275,7 +275,7 @@ class CassetteFolder:
             empty = self._settle_manifest(list(rows), repeats, dataset)
             if empty:
                 (self.path / MANIFEST).unlink(missing_ok=True)
-            elif index is not None and self.manifest is not None:
+            elif index is not None:
                 _write_index(self, index)
         finally:
             self._lock.release()

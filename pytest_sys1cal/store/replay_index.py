@@ -63,23 +63,16 @@ class ReplayIndex:
     def __init__(self, entries: dict[str, str]):
         self._entries = entries
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     @classmethod
     def load(cls, folder: Path, manifest: Mapping[str, Any] | None, stamp: Mapping[str, Any]) -> ReplayIndex | None:
         """The folder's index if it is the one its manifest records and was written for `stamp`; else None (the
         replay then reads every cassette, as without one; `notice` says why)."""
-        expected = (manifest or {}).get(MANIFEST_FIELD)
-        if expected is None:
+        data, _ = _examine(folder, manifest, stamp)
+        if data is None:
             return None
         try:
-            data = (folder / INDEX).read_bytes()
-            text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
-        lines = text.split("\n")
-        if file_key(data) != expected or read_stamp(lines[0]) != dict(stamp):
+            lines = data.decode("utf-8").split("\n")
+        except UnicodeDecodeError:
             return None
         entries = {}
         for line in lines[1:]:
@@ -166,34 +159,38 @@ def read_stamp(line: str) -> dict[str, Any] | None:
 
 def notice(folder: Path, manifest: Mapping[str, Any] | None, stamp: Mapping[str, Any]) -> str | None:
     """The header's line when the folder has an index this run cannot use (None when it has none, or one it uses)."""
-    path = folder / INDEX
-    expected = (manifest or {}).get(MANIFEST_FIELD)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None if expected is None else _unused(path, f"it is missing, though {MANIFEST} records one")
-    except OSError as exc:
-        return _unused(path, f"it cannot be read ({type(exc).__name__})")
-    found = read_stamp(data.split(b"\n", 1)[0].decode("utf-8", "replace"))
-    if found is None:
-        why = "it is not a replay index this plugin wrote"
-    elif expected is None:
-        why = f"{MANIFEST} records no digest of it"
-    elif file_key(data) != expected:
-        why = f"it is not the one {MANIFEST} records (edited since it was written?)"
-    elif found != dict(stamp):
-        differs = sorted(key for key in {*found, *stamp} if found.get(key) != stamp.get(key))
-        why = f"it was written for another {', '.join(differs)}"
-    else:
+    _, why = _examine(folder, manifest, stamp)
+    if why is None:
         return None
-    return _unused(path, why)
-
-
-def _unused(path: Path, why: str) -> str:
     return (
-        f"sys1cal: {path} is not used ({why}), so each cassette is read in full (correct, slower); "
+        f"sys1cal: {folder / INDEX} is not used ({why}), so each cassette is read in full (correct, slower); "
         "--sys1cal-record-mode=once on the complete folder sends nothing and rewrites it"
     )
+
+
+def _examine(
+    folder: Path, manifest: Mapping[str, Any] | None, stamp: Mapping[str, Any]
+) -> tuple[bytes | None, str | None]:
+    """The index file's bytes when a replay may use it; else None and why not (None too when there is none and
+    the manifest records none: nothing to say)."""
+    expected = (manifest or {}).get(MANIFEST_FIELD)
+    try:
+        data = (folder / INDEX).read_bytes()
+    except FileNotFoundError:
+        return None, (None if expected is None else f"it is missing, though {MANIFEST} records one")
+    except OSError as exc:
+        return None, f"it cannot be read ({type(exc).__name__})"
+    found = read_stamp(data.split(b"\n", 1)[0].decode("utf-8", "replace"))
+    if found is None:
+        return None, "it is not a replay index this plugin wrote"
+    if expected is None:
+        return None, f"{MANIFEST} records no digest of it"
+    if file_key(data) != expected:
+        return None, f"it is not the one {MANIFEST} records (edited since it was written?)"
+    if found != dict(stamp):
+        differs = sorted(key for key in {*found, *stamp} if found.get(key) != stamp.get(key))
+        return None, f"it was written for another {', '.join(differs)}"
+    return data, None
 
 
 def entry_line(name: str, data: bytes, requests: Sequence[WireRequest], answers: str, row: ResultRow) -> str:
