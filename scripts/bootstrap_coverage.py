@@ -10,8 +10,10 @@ reason the bootstrap resamples problems, not renderings) and e ~ N(0, 0.02²) pe
 f(μ), so the least-squares target is the true (λ, α, β), and the true u_max is that of the truth.
 
 Each dataset gets the plugin's own point fit and two bootstraps on the same seeded resamples
-(uncertainty.bootstrap_fits): refits started at the point fit (the method before issue 27) and refits
-started one Gauss–Newton step from it (the method of runs with 500 or more latent problems). Printed:
+(uncertainty.bootstrap_fits): refits started at the point fit and run by Levenberg–Marquardt (the method
+before issue 27, and still that of runs with fewer than 500 latent problems), and refits started one
+Gauss–Newton step from it and run by Newton's method (latent.fit_batch's newton_first: the method of runs
+with 500 or more latent problems). Printed:
 
 - nominal and achieved coverage of the 95% percentile intervals for u_max and λ, each with its own Monte
   Carlo standard error sqrt(p(1 − p)/datasets), for both methods;

@@ -40,6 +40,10 @@ COST_ROUNDING = 1e-12
 # A Gauss–Newton step below this (in λ, α, β) is not taken: the fit is then that close to its minimiser,
 # 1000 times inside the 1e-9 that tests/test_golden_reports.py allows between machines.
 STEP_FLOOR = 1e-12
+# A Newton step at most this long (in λ, α, β) is the last, taken without the pass over the items that would only
+# confirm it: Newton's error after a step s is about |s|² × (how fast the Hessian changes ÷ its smallest
+# eigenvalue), ~1e-14 here, as far inside the goldens' 1e-9 as STEP_FLOOR's own margin.
+LAST_STEP = 1e-7
 # A system whose determinant is below this share of its diagonal's product (1 for orthogonal rows, by
 # Hadamard's inequality) is not solved: its step would be rounding.
 SINGULAR = 1e-12
@@ -182,6 +186,8 @@ class _Work:
 # The upper triangle of JᵀWJ, row by row, and where each of the 9 entries is found in it.
 PAIRS = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 FULL = np.array([0, 1, 2, 1, 3, 4, 2, 4, 5])
+# The (α, β) block of a 3 × 3 matrix over (λ, α, β): where the curvature's sums are scaled by λ.
+ALPHA_BETA = np.array([[False, False, False], [False, True, True], [False, True, True]])
 
 
 def _evaluate(
@@ -191,9 +197,10 @@ def _evaluate(
     weights: np.ndarray,
     params: np.ndarray,
     work: _Work,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """At parameter rows (b, 3): the cost Σ w·(f − Choice)² (b,), JᵀWJ (b, 3, 3) and JᵀW(f − Choice) (b, 3),
-    J the Jacobian of f.
+    curvature: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """At parameter rows (b, 3): the cost Σ w·(f − Choice)² (b,), JᵀWJ (b, 3, 3), JᵀW(f − Choice) (b, 3),
+    J the Jacobian of f, and (curvature) the rest of the cost's Hessian, Σ w·(f − Choice)·∇²f (b, 3, 3).
 
     ∂f/∂(λ, α, β) = m·(1, λ·log μ, λ·log(1−μ)) with m = μ·g/(1 − λ·g)², g = μ^α·(1−μ)^β: per item a
     scalar times a vector that does not depend on the parameters. Both sums are therefore matrix products
@@ -215,14 +222,29 @@ def _evaluate(
     sums = np.einsum("bn,kn->bk", np.multiply(weighted, m, out=scratch), work.products)[:, FULL].reshape(-1, 3, 3)
     hess = sums * scale[:, :, None] * scale[:, None, :]
     grad = np.einsum("bn,kn->bk", np.multiply(weighted, residual, out=scratch), work.features) * scale
-    return cost, hess, grad
+    return cost, hess, grad, _curvature(g, d, scratch, lam, work) if curvature else None
+
+
+def _curvature(g: np.ndarray, d: np.ndarray, wmr: np.ndarray, lam: np.ndarray, work: _Work) -> np.ndarray:
+    """Σ w·r·∇²f (b, 3, 3) from _evaluate's g, d and w·m·r (r = f − Choice), overwriting g and d.
+
+    ∂²f/∂λ² = m·2g/d; the other second derivatives are m·q times those of (λ, α, β) ↦ (1, λ·log μ, λ·log(1−μ))
+    products: ∂²f/∂λ∂α = m·q·log μ, ∂²f/∂α² = m·q·λ·log²μ, …, with q = (1 + λ·g)/d. Gauss–Newton drops this
+    term; where the residuals are large (a misspecified curve) it is what keeps Newton's convergence quadratic."""
+    weighted = work.arrays(g.shape[0])[4]  # _evaluate is done with it
+    lam_lam = 2.0 * np.einsum("bn,bn->b", wmr, np.divide(g, d, out=g))
+    np.divide(np.subtract(2.0, d, out=g), d, out=d)  # q = (1 + λ·g)/d = (2 − d)/d
+    sums = np.einsum("bn,kn->bk", np.multiply(wmr, d, out=weighted), work.products)
+    sums[:, 0] = lam_lam
+    return sums[:, FULL].reshape(-1, 3, 3) * np.where(ALPHA_BETA, lam[:, :, None], 1.0)
 
 
 def fit_latent_model(mu: np.ndarray, choice: np.ndarray) -> LatentFit:
     """Bounded ordinary least squares of f(μ) − Choice over items.
 
     Levenberg–Marquardt from every start at once (fit_batch), each run until no step lowers its cost
-    (tol=0: on the flat ridge a looser stop leaves λ start-dependent); the lowest cost wins."""
+    (tol=0: on the flat ridge a looser stop leaves λ start-dependent, and Newton's finish does not always
+    recover it: with tol=1e-12 a 40-item fit stopped 3e-13 above scipy's cost); the lowest cost wins."""
     inside = int(np.sum((mu > 0) & (mu < 1)))
     if inside < 4:
         raise NotEnoughData(
@@ -243,6 +265,7 @@ def fit_batch(
     max_iter: int = 100,
     tol: float = 1e-12,
     fallback: tuple[np.ndarray, np.ndarray] | None = None,
+    newton_first: bool = False,
 ) -> np.ndarray:
     """Weighted least-squares (λ, α, β) for many (weights, start) rows at once: (B, n), (B, 3) → (B, 3).
 
@@ -250,9 +273,11 @@ def fit_batch(
     and the latent bootstrap warm-started at the point fit. A parameter at a bound whose gradient points
     outward is held fixed for that step (active set), and steps are projected back into the box. A row
     stops when an accepted step lowers its cost by at most tol × cost, when no step lowers it any more
-    (damping above 1e8), or after max_iter steps; then Gauss–Newton steps put it on the minimiser (_polish).
+    (damping above 1e8), or after max_iter steps; then Newton steps put it on the minimiser (_polish).
     fallback: (B, 3) other starts and their (B,) costs; a row whose start costs more than its fallback's
     starts at the fallback instead (one_step_starts: where the one step went the wrong way on the ridge).
+    newton_first: starts close to their minimisers (one_step_starts) go to the Newton steps directly, and only
+    a row that they do not settle runs Levenberg–Marquardt, from where they stopped.
     """
     logs = log_terms(mu)
     out = np.empty((weights.shape[0], 3))
@@ -261,9 +286,44 @@ def fit_batch(
     for first in range(0, weights.shape[0], rows):
         block = slice(first, first + rows)
         other = None if fallback is None else (fallback[0][block], fallback[1][block])
-        fitted = _levenberg_marquardt(mu, logs, choice, weights[block], starts[block], max_iter, tol, work, other)
-        out[block] = _polish(mu, logs, choice, weights[block], *fitted, work)
+        w = weights[block]
+        x, cost, hess, grad, curv = _start(mu, logs, choice, w, starts[block], work, other, curvature=newton_first)
+        settled = np.zeros(x.shape[0], dtype=bool)
+        if newton_first:  # Levenberg–Marquardt goes on from where Newton's steps stopped
+            x, settled, (cost, hess, grad) = _polish(mu, logs, choice, w, x, cost, hess, grad, curv, work)
+            out[block] = x
+        rest = np.flatnonzero(~settled)
+        if rest.size:
+            w = w if rest.size == x.shape[0] else w[rest]
+            fitted = _levenberg_marquardt(
+                mu, logs, choice, w, x[rest], cost[rest], hess[rest], grad[rest], max_iter, tol, work
+            )
+            out[first + rest] = _polish(mu, logs, choice, w, *fitted, None, work)[0]
     return out
+
+
+def _start(
+    mu: np.ndarray,
+    logs: tuple[np.ndarray, np.ndarray],
+    choice: np.ndarray,
+    weights: np.ndarray,
+    starts: np.ndarray,
+    work: _Work,
+    fallback: tuple[np.ndarray, np.ndarray] | None,
+    curvature: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The starts (a row's fallback where that costs less) with _evaluate's cost, JᵀWJ, gradient, curvature."""
+    x = starts.astype(float)  # a copy: updated in place
+    cost, hess, grad, curv = _evaluate(mu, logs, choice, weights, x, work, curvature)
+    if fallback is not None:
+        worse = np.flatnonzero(cost > fallback[1])
+        if worse.size:
+            x[worse] = fallback[0][worse]
+            local = _evaluate(mu, logs, choice, work.rows_of(weights, worse), x[worse], work, curvature)
+            cost[worse], hess[worse], grad[worse] = local[:3]
+            if curv is not None:
+                curv[worse] = local[3]
+    return x, cost, hess, grad, curv
 
 
 def one_step_starts(
@@ -288,12 +348,7 @@ def one_step_starts(
     sums = counts @ clusters.sums(per_item).T  # (B, 13): cost, gradient, JᵀJ
     cost, grad, hess = sums[:, 0], sums[:, 1:4], sums[:, 4:].reshape(-1, 3, 3)
     x = np.broadcast_to(fit.params, grad.shape)
-    free = _free(x, grad)
-    held = free[:, :, None] & free[:, None, :]
-    system = hess * held + np.eye(3) * ~held
-    solvable = np.abs(np.linalg.det(system)) > SINGULAR * np.prod(np.diagonal(system, axis1=1, axis2=2), axis=1)
-    step = np.zeros_like(grad)
-    step[solvable] = np.linalg.solve(system[solvable], -(grad * free)[solvable][..., None])[..., 0]
+    step = _step(hess, np.zeros_like(hess), grad, _free(x, grad))[0]  # Gauss–Newton's
     return np.clip(x + step, LOWER, UPPER), cost
 
 
@@ -302,24 +357,19 @@ def _levenberg_marquardt(
     logs: tuple[np.ndarray, np.ndarray],
     choice: np.ndarray,
     weights: np.ndarray,
-    starts: np.ndarray,
+    x: np.ndarray,
+    current: np.ndarray,
+    hess_at: np.ndarray,
+    grad_at: np.ndarray,
     max_iter: int,
     tol: float,
     work: _Work,
-    fallback: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The fitted rows, with the cost and normal equations at them (_evaluate's)."""
-    x = starts.astype(float)  # a copy: updated in place
-    # Cost and normal equations at x, kept per row: a trial point's evaluation serves the next step when
-    # the trial is accepted, so each step costs one pass over the items.
-    current, hess_at, grad_at = _evaluate(mu, logs, choice, weights, x, work)
-    if fallback is not None:
-        worse = np.flatnonzero(current > fallback[1])
-        if worse.size:
-            x[worse] = fallback[0][worse]
-            current[worse], hess_at[worse], grad_at[worse] = _evaluate(
-                mu, logs, choice, work.rows_of(weights, worse), x[worse], work
-            )
+    """The fitted rows, with the cost and normal equations at them (_evaluate's), from the starts x and the cost
+    and normal equations there (_start's), all of which it updates in place.
+
+    Cost and normal equations at x are kept per row: a trial point's evaluation serves the next step when the
+    trial is accepted, so each step costs one pass over the items."""
     damping = np.full(weights.shape[0], 1e-3)
     todo = np.arange(weights.shape[0])
     for _ in range(max_iter):
@@ -334,7 +384,7 @@ def _levenberg_marquardt(
         system = hess + lift[:, :, None] * np.eye(3)
         step = np.linalg.solve(system, -(grad * free)[..., None])[..., 0]
         trial = np.clip(xs + step, LOWER, UPPER)
-        trial_cost, trial_hess, trial_grad = _evaluate(mu, logs, choice, w, trial, work)
+        trial_cost, trial_hess, trial_grad, _ = _evaluate(mu, logs, choice, w, trial, work)
         better = trial_cost < current[todo]
         gain = current[todo] - trial_cost
         # Damping follows how well the quadratic model predicted the gain of the (projected) step s:
@@ -366,37 +416,72 @@ def _polish(
     cost: np.ndarray,
     hess: np.ndarray,
     grad: np.ndarray,
+    curv: np.ndarray | None,
     work: _Work,
-) -> np.ndarray:
-    """Undamped Gauss–Newton steps on the free parameters from where Levenberg–Marquardt stopped (x, with the
-    cost and normal equations there), each kept while it shrinks the gradient without raising the cost past
-    its rounding, until a step is below STEP_FLOOR.
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Undamped Newton steps on the free parameters from x (with _evaluate's cost, normal equations and
+    curvature there; None: a Gauss–Newton first step), each kept if it lowers the cost or, within the cost's
+    rounding, shrinks the gradient, until a step is below STEP_FLOOR (or at most LAST_STEP: taken unchecked).
+    Returns the rows, which of them settled so (the others stopped on a step not kept, a singular system or
+    POLISH_STEPS), and the cost and normal equations at every row (where Levenberg–Marquardt may go on).
 
     Near the minimum a step of δ changes the cost by ~δ², below the cost's own rounding (~1e-16 relative)
     for δ ~1e-8: a stop on "no step lowers the cost" lands anywhere within that of the minimiser, wherever
     an ulp of exp and log (which numpy releases compute differently) let it (λ moved 3e-10 and a bootstrap
-    interval 1.3e-9 between numpy 1.26 and 2.4). The gradient resolves the minimiser to ~ε·cond instead,
-    and Gauss–Newton reaches it in a few steps (linear rate ~0.02 on the bundled set)."""
-    x = x.copy()
+    interval 1.3e-9 between numpy 1.26 and 2.4). The gradient resolves the minimiser to ~ε·cond instead.
+    Gauss–Newton reaches it at a linear rate that large residuals slow (~0.02 on the bundled set, ~0.05 on a
+    misspecified 18k set); Newton's full Hessian converges quadratically, and is used wherever it is positive
+    definite on the free parameters (else the Gauss–Newton matrix, positive semi-definite, is)."""
+    x, cost, hess, grad = x.copy(), cost.copy(), hess.copy(), grad.copy()
+    known = np.full(x.shape[0], curv is not None)  # rows whose step is Newton's, not Gauss–Newton's
+    curv = np.zeros_like(hess) if curv is None else curv.copy()
+    settled = np.zeros(x.shape[0], dtype=bool)
     todo = np.arange(x.shape[0])
     for _ in range(POLISH_STEPS):
-        free = _free(x[todo], grad)
-        held = free[:, :, None] & free[:, None, :]
-        system = hess * held + np.eye(3) * ~held  # held parameters: unit rows, zero gradient, no step
-        # Rows whose system is (nearly) singular, e.g. α and β at λ = 0, keep Levenberg–Marquardt's fit.
-        solvable = np.abs(np.linalg.det(system)) > SINGULAR * np.prod(np.diagonal(system, axis1=1, axis2=2), axis=1)
-        step = np.zeros_like(grad)
-        step[solvable] = np.linalg.solve(system[solvable], -(grad * free)[solvable][..., None])[..., 0]
-        moving = np.max(np.abs(step), axis=1) > STEP_FLOOR
-        todo, cost, grad, step, free = todo[moving], cost[moving], grad[moving], step[moving], free[moving]
-        hess = hess[moving]
+        free = _free(x[todo], grad[todo])
+        step, definite, solvable = _step(hess[todo], curv[todo], grad[todo], free)
+        size = np.max(np.abs(step), axis=1)
+        # A Newton step this small lands within ~its square of the minimiser: taken without a pass to check it.
+        inside = np.all((x[todo] + step >= LOWER) & (x[todo] + step <= UPPER), axis=1)  # not cut by a bound
+        last = known[todo] & definite & solvable & inside & (size > STEP_FLOOR) & (size <= LAST_STEP)
+        x[todo[last]] += step[last]
+        settled[todo[(solvable & (size <= STEP_FLOOR)) | last]] = True
+        moving = (size > STEP_FLOOR) & ~last
+        todo, step, free = todo[moving], step[moving], free[moving]
         if todo.size == 0:
             break
         trial = np.clip(x[todo] + step, LOWER, UPPER)
-        trial_cost, trial_hess, trial_grad = _evaluate(mu, logs, choice, work.rows_of(weights, todo), trial, work)
-        norm = np.sum((grad * free) ** 2, axis=1)
+        trial_cost, trial_hess, trial_grad, trial_curv = _evaluate(
+            mu, logs, choice, work.rows_of(weights, todo), trial, work, curvature=True
+        )
+        norm = np.sum((grad[todo] * free) ** 2, axis=1)
         trial_norm = np.sum((trial_grad * _free(trial, trial_grad)) ** 2, axis=1)
-        kept = (trial_norm < norm) & (trial_cost <= cost * (1 + COST_ROUNDING))
-        x[todo[kept]] = trial[kept]
-        todo, cost, hess, grad = todo[kept], trial_cost[kept], trial_hess[kept], trial_grad[kept]
-    return x
+        # A step that lowers the cost is progress; within the cost's rounding, one that shrinks the gradient is.
+        kept = (trial_cost < cost[todo]) | ((trial_norm < norm) & (trial_cost <= cost[todo] * (1 + COST_ROUNDING)))
+        todo = todo[kept]
+        x[todo], cost[todo], hess[todo], grad[todo] = trial[kept], trial_cost[kept], trial_hess[kept], trial_grad[kept]
+        curv[todo], known[todo] = trial_curv[kept], True  # type: ignore[index]  # curvature=True: an array
+    return x, settled, (cost, hess, grad)
+
+
+def _step(
+    hess: np.ndarray, curv: np.ndarray, grad: np.ndarray, free: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(step, Newton's?, solvable) per row: the Newton step on the free parameters where JᵀWJ + curvature is
+    positive definite on them, else Gauss–Newton's (JᵀWJ); zero where that system is (nearly) singular, e.g.
+    α and β at λ = 0 (such a row keeps its fit). Held parameters get unit rows and a zero gradient: no step."""
+    held = free[:, :, None] & free[:, None, :]
+    newton = (hess + curv) * held + np.eye(3) * ~held
+    definite = _positive_definite(newton)
+    system = np.where(definite[:, None, None], newton, hess * held + np.eye(3) * ~held)
+    solvable = np.abs(np.linalg.det(system)) > SINGULAR * np.prod(np.diagonal(system, axis1=1, axis2=2), axis=1)
+    step = np.zeros_like(grad)
+    step[solvable] = np.linalg.solve(system[solvable], -(grad * free)[solvable][..., None])[..., 0]
+    return step, definite, solvable
+
+
+def _positive_definite(system: np.ndarray) -> np.ndarray:
+    """Which symmetric (b, 3, 3) systems are positive definite: all leading principal minors positive."""
+    first = system[:, 0, 0]
+    second = first * system[:, 1, 1] - system[:, 0, 1] * system[:, 1, 0]
+    return (first > 0) & (second > 0) & (np.linalg.det(system) > 0)

@@ -112,8 +112,8 @@ def t_interval(test: TTest, level: float = 0.95) -> list[float]:
     return [test.mean - half, test.mean + half]
 
 
-def sign_flip_p(x: np.ndarray, rng: np.random.Generator, flips: int = SIGN_FLIPS) -> float:
-    """One-sided (greater) randomisation p-value of mean(x) under random sign flips of the x_j.
+def sign_flip_p(x: np.ndarray, seed: int, flips: int = SIGN_FLIPS) -> float:
+    """One-sided (greater) randomisation p-value of mean(x) under random sign flips of the x_j, seeded.
 
     Exact under H0 when each x_j is symmetric about 0. All 2^J sign patterns are enumerated when that is
     fewer than `flips`; otherwise p = (1 + #{flipped mean ≥ observed}) / (flips + 1).
@@ -129,14 +129,18 @@ def sign_flip_p(x: np.ndarray, rng: np.random.Generator, flips: int = SIGN_FLIPS
     exceed = 0
     # The random stream, hence the p-value, does not depend on the chunk size. A sign is the top bit of a
     # 32-bit draw: rng.integers(0, 2) takes exactly that bit of one 32-bit draw per sign (Lemire's method for
-    # a range of 2 never rejects), so these are the signs of rng.integers(0, 2, size) drawn as before
-    # (tests/analysis/test_analysis_metrics.py), without its int64 arrays and their slow integer product.
-    rows = max(1, SIGN_FLIP_BLOCK // j)
+    # a range of 2 never rejects), and default_rng's 32-bit draws are the halves of its 64-bit outputs, low
+    # half first. So these are the signs of np.random.default_rng(seed).integers(0, 2, size) as drawn before
+    # (tests/analysis/test_analysis_metrics.py), read straight off the raw outputs: a 32-bit draw read as a
+    # signed integer is negative where its top bit is set, and copysign turns it into the ±1 of its sign.
+    # An even number of flips per chunk but the last keeps every chunk's draws whole 64-bit outputs.
+    bits = np.random.default_rng(seed).bit_generator
+    rows = max(2, (SIGN_FLIP_BLOCK // j) & ~1)
     scratch = np.empty((min(rows, flips), j))
     for start in range(0, flips, rows):
         size = min(rows, flips - start)
-        bits = np.right_shift(rng.integers(0, 2**32, size=(size, j), dtype=np.uint32), 31)
-        block = np.subtract(1.0, np.multiply(2.0, bits, out=scratch[:size]), out=scratch[:size])
+        draws = bits.random_raw((size * j + 1) // 2).astype("<u8", copy=False).view("<i4")[: size * j]
+        block = np.copysign(1.0, draws.reshape(size, j), out=scratch[:size])
         exceed += int(np.count_nonzero(np.einsum("fj,j->f", block, x) >= observed - tol))
     return (1 + exceed) / (flips + 1)
 

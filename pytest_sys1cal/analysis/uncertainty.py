@@ -29,14 +29,17 @@ from .stats import (
     with_reasons,
 )
 
-# The paper's grid for per-latent λ_j: {0, 0.001, …, 1}.
+# The paper's grid for per-latent λ_j: {0, 0.001, …, 1}, and the step between the points that latent_lambdas
+# computes for every problem (the grid's ends among them: 1000 is a multiple).
 LAMBDA_GRID = np.arange(1001) / 1000
+COARSE_STEP = 25
 
 # From this many latent problems the bootstrap refits start one Gauss–Newton step from the point fit
-# (latent.one_step_starts): that step's error shrinks as 1/J, and it saves about one of ~6 evaluations per
-# refit at 2,750 problems (0.1 s of 0.6 s); at the bundled 92, on the λ/α/β ridge, it saves none and costs
-# its own pass, so smaller runs start at the point fit. Both starts reach the same minimisers but on the
-# flat ridge (bootstrap_fits).
+# (latent.one_step_starts), whose error shrinks as 1/J, and go from there by Newton's steps (fit_batch's
+# newton_first): at bench_scale.py's 2,750 problems 2.0 passes over the items per refit where
+# Levenberg–Marquardt from the same start took 5.4. At the bundled 92, on the λ/α/β ridge, the step saves
+# nothing and costs its own pass, so smaller runs start at the point fit, by Levenberg–Marquardt. Both reach
+# the same minimisers but on the flat ridge (bootstrap_fits).
 ONE_STEP_PROBLEMS = 500
 
 # The bootstrap's blocks of refits run on up to this many threads (no more than the cores the process may use):
@@ -119,7 +122,8 @@ def _bootstrap_block(data: LatentData, seed: int, bootstrap: int, reasons: list[
 def bootstrap_fits(data: LatentData, fit: LatentFit, seed: int, bootstrap: int, *, one_step: bool) -> np.ndarray:
     """(bootstrap, 3) refits of (λ, α, β) on latent problems resampled with replacement (seeded), each run
     to its minimiser; one_step: started one Gauss–Newton step from the point fit (at the point fit where
-    that step is worse), else at the point fit. The two starts reach the same minimisers (u_max to ~1e-10)
+    that step is worse) and taken by Newton's steps first, else started at the point fit and taken by
+    Levenberg–Marquardt. The two reach the same minimisers (u_max to ~1e-10)
     except on the flat λ/α/β ridge, where a refit may settle elsewhere along it (u_max within ~1e-6);
     scripts/bootstrap_coverage.py measures the intervals' shift against their Monte Carlo error
     (docs/statistics.md §2.2)."""
@@ -134,7 +138,9 @@ def bootstrap_fits(data: LatentData, fit: LatentFit, seed: int, bootstrap: int, 
         block = slice(first, first + rows)
         weights = counts[block][:, data.clusters.codes]
         fallback = None if costs is None else (point[block], costs[block])
-        params[block] = fit_batch(data.mu, data.choice, weights, starts[block], fallback=fallback)
+        params[block] = fit_batch(
+            data.mu, data.choice, weights, starts[block], fallback=fallback, newton_first=one_step
+        )
 
     blocks = range(0, bootstrap, rows)
     workers = min(len(blocks), available_cores(), MAX_THREADS) if data.n * bootstrap >= THREADED_WORK else 1
@@ -160,20 +166,42 @@ def available_cores() -> int:
 
 def latent_lambdas(data: LatentData, fit: LatentFit) -> np.ndarray:
     """The paper's λ_j: per latent problem, the grid λ minimising the squared error of f(μ) vs Choice
-    over its renderings, with α and β fixed at the global fit (ties: the smallest λ). The uncertainty
-    term g = μ^α·(1−μ)^β is computed once, and the grid is swept in blocks, so memory stays bounded."""
+    over its renderings, with α and β fixed at the global fit (ties: the smallest λ).
+
+    Exactly the grid's argmin, without the whole grid: f = μ/(1 − λ·g) increases with λ (g = μ^α·(1−μ)^β ≥ 0),
+    so between two grid points a rendering's error is at least its distance to the nearer of f's two ends
+    (0 where Choice lies between them), and an interval whose bound exceeds a problem's best value so far
+    holds no grid point that could be its argmin or tie with it. The sum of every 25th grid point is computed,
+    then the points inside the intervals that a problem cannot rule out (usually one or two of 40), for that
+    problem only. Every sum is the one the whole grid gives, the same expression over the problem's
+    renderings in Clusters.sums' order, so the argmin is too (tests/analysis compares the two). Memory: the
+    coarse points' curve and bounds, ~100 doubles per rendering (15 MB at 18k renderings), for 0.04 s there
+    where the whole grid took 0.13."""
+    clusters = data.clusters
     logs = log_terms(data.mu)
-    g = np.exp(fit.alpha * logs[0] + fit.beta * logs[1])
-    rows = max(1, BLOCK // max(data.n, 1))
-    best = np.full(data.clusters.count, np.inf)
-    chosen = np.zeros(data.clusters.count, dtype=int)
-    for first in range(0, LAMBDA_GRID.size, rows):
-        lam = LAMBDA_GRID[first : first + rows, None]
-        sums = data.clusters.sums((data.mu / (1.0 - lam * g) - data.choice) ** 2)
-        lowest = sums.min(axis=0)
-        better = lowest < best  # strictly: on a tie the earlier (smaller) λ stays, as np.argmin would keep it
-        best[better] = lowest[better]
-        chosen[better] = first + sums.argmin(axis=0)[better]
+    g = np.exp(fit.alpha * logs[0] + fit.beta * logs[1])[clusters.order]
+    mu, choice, codes = data.mu[clusters.order], data.choice[clusters.order], clusters.codes[clusters.order]
+    coarse = np.arange(0, LAMBDA_GRID.size, COARSE_STEP)
+    curve = mu / (1.0 - LAMBDA_GRID[coarse, None] * g)  # (coarse points, n)
+    sums = np.add.reduceat((curve - choice) ** 2, clusters.starts, axis=-1)
+    chosen = coarse[np.argmin(sums, axis=0)]  # the first of tied coarse points: the smallest λ
+    best = sums.min(axis=0)
+    gap = np.maximum(np.maximum(curve[:-1] - choice, choice - curve[1:]), 0.0)
+    bound = np.add.reduceat(gap**2, clusters.starts, axis=-1)  # (intervals, problems)
+    # The bound and the sums round differently: a margin far above their rounding, far below any real gap.
+    possible = bound <= best * (1 + 1e-9) + 1e-300
+    for interval in np.flatnonzero(possible.any(axis=1)):
+        problems = possible[interval]
+        items = problems[codes]
+        inner = np.arange(coarse[interval] + 1, coarse[interval + 1])
+        starts = np.concatenate([[0], np.cumsum(clusters.sizes[problems])[:-1]])
+        error = mu[items] / (1.0 - LAMBDA_GRID[inner, None] * g[items]) - choice[items]
+        inner_sums = np.add.reduceat(error**2, starts, axis=-1)
+        lowest, at = inner_sums.min(axis=0), inner[np.argmin(inner_sums, axis=0)]
+        index = np.flatnonzero(problems)
+        # Lower, or as low at a smaller λ (the grid's tie rule), whatever order the intervals come in.
+        better = (lowest < best[index]) | ((lowest == best[index]) & (at < chosen[index]))
+        best[index[better]], chosen[index[better]] = lowest[better], at[better]
     return LAMBDA_GRID[chosen]
 
 
@@ -224,7 +252,7 @@ def lambda_zero_test(data: LatentData, seed: int) -> dict[str, Any]:
     out["effect"] = float(d.mean()) if d.size else None
     try:
         require_latents(d.size)
-        out["permutation_p_value"] = sign_flip_p(d, np.random.default_rng(seed))
+        out["permutation_p_value"] = sign_flip_p(d, seed)
         test = t_test(d, "greater")
     except NotEnoughData as exc:
         return with_reasons(out, [str(exc)])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.optimize import least_squares
 
-from pytest_sys1cal.analysis import uncertainty
+from pytest_sys1cal.analysis import latent, uncertainty
 from pytest_sys1cal.analysis.items import aggregate_items
 from pytest_sys1cal.analysis.latent import (
     BLOCK,
@@ -143,6 +143,29 @@ def reference_evaluate(mu, choice, weights, params):
     return cost, hess, grad
 
 
+def reference_curvature(mu, choice, weights, params):
+    """Σ w·(f − Choice)·∇²f by the plain second derivatives of f = μ/(1 − λ·g), g = μ^α·(1−μ)^β."""
+    logs = (np.log(np.clip(mu, np.finfo(float).tiny, 1.0)), np.log(np.clip(1.0 - mu, np.finfo(float).tiny, 1.0)))
+    out = np.empty((params.shape[0], 3, 3))
+    for row, (lam, alpha, beta) in enumerate(params):
+        g = np.exp(alpha * logs[0] + beta * logs[1])
+        d = 1.0 - lam * g
+        m = mu * g / d**2
+        q = (1.0 + lam * g) / d
+        second = {
+            (0, 0): m * 2 * g / d,
+            (0, 1): m * q * logs[0],
+            (0, 2): m * q * logs[1],
+            (1, 1): m * q * lam * logs[0] ** 2,
+            (1, 2): m * q * lam * logs[0] * logs[1],
+            (2, 2): m * q * lam * logs[1] ** 2,
+        }
+        wr = weights[row] * (mu / d - choice)
+        for (i, j), values in second.items():
+            out[row, i, j] = out[row, j, i] = np.sum(wr * values)
+    return out
+
+
 def test_the_scratch_array_evaluation_gives_the_bits_of_the_plain_expressions():
     # mu includes 0 and 1 (the clipped logs) and the rows include bounds and a zero-weight row.
     mu, choice = synthetic((0.6, 1.5, 2.0), 200, 0.05, seed=3)
@@ -152,17 +175,34 @@ def test_the_scratch_array_evaluation_gives_the_bits_of_the_plain_expressions():
     params = np.array([[0.6, 1.5, 2.0], [0.0, 0.05, 1.0], [1.0, 3.0, 4.0], [0.3, 0.7, 1.2], [0.9, 2.9, 3.9]])
     logs = log_terms(mu)
     work = _Work(mu, logs, rows=8)  # more rows than used: views of the first five
-    for got, expected in zip(
-        _evaluate(mu, logs, choice, weights, params, work), reference_evaluate(mu, choice, weights, params), strict=True
-    ):
-        assert np.array_equal(got, expected)
-    # Reused: a second call on fewer rows overwrites the scratch and still agrees.
-    for got, expected in zip(
-        _evaluate(mu, logs, choice, weights[3:], params[3:], work),
-        reference_evaluate(mu, choice, weights[3:], params[3:]),
-        strict=True,
-    ):
-        assert np.array_equal(got, expected)
+    # Reused: a second call on fewer rows overwrites the scratch and still agrees; the curvature (computed
+    # last, from the same scratch) changes none of the other three.
+    for rows, curvature in ((slice(None), False), (slice(3, None), False), (slice(None), True)):
+        *got, curv = _evaluate(mu, logs, choice, weights[rows], params[rows], work, curvature)
+        for got_part, expected in zip(got, reference_evaluate(mu, choice, weights[rows], params[rows]), strict=True):
+            assert np.array_equal(got_part, expected)
+        assert (curv is None) is not curvature
+    expected = reference_curvature(mu, choice, weights, params)
+    assert np.allclose(curv, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
+def test_the_curvature_completes_the_hessian_of_the_cost():
+    # Central differences of the gradient 2·JᵀW(f − Choice) are the cost's Hessian 2·(JᵀWJ + curvature).
+    mu, choice = synthetic((0.6, 1.5, 2.0), 300, 0.05, seed=8)
+    weights = np.random.default_rng(2).integers(1, 4, size=(3, mu.size)).astype(float)
+    params = np.array([[0.6, 1.5, 2.0], [0.3, 0.7, 1.2], [0.9, 2.9, 3.9]])
+    logs = log_terms(mu)
+    work = _Work(mu, logs, rows=3)
+    _, hess, _, curv = _evaluate(mu, logs, choice, weights, params, work, curvature=True)
+    step = 1e-6
+    for k in range(3):
+        shift = np.zeros(3)
+        shift[k] = step
+        up = _evaluate(mu, logs, choice, weights, params + shift, work)[2]
+        down = _evaluate(mu, logs, choice, weights, params - shift, work)[2]
+        numeric = (up - down) / (2 * step)  # column k of JᵀWJ + curvature
+        assert np.allclose(numeric, (hess + curv)[:, :, k], rtol=1e-6, atol=1e-8)
+        assert not np.allclose(numeric, hess[:, :, k], rtol=1e-6, atol=1e-8)  # Gauss–Newton alone is not it
 
 
 def clustered(truth: tuple[float, float, float], problems: int, per: int, seed: int) -> LatentData:
@@ -245,3 +285,95 @@ def test_bootstrap_refits_on_threads_are_the_same_bits_as_one_after_another(monk
     assert len(threads) == 5 and not any(name.startswith("sys1cal-bootstrap") for name in threads)
     assert np.array_equal(threaded, serial)
     assert len(np.unique(threaded[:, 0])) > 100  # the resamples' own refits, not one value copied
+
+
+def shrunk_score(problems: int, per: int, seed: int) -> LatentData:
+    """A misspecified set like bench_scale.py's 18k one: μ_S shrunk toward 0.5 (a Score read off coarse levels),
+    Choice unbiased around the truth, so Choice − μ_S changes sign at 0.5 and the fit sits at α = 3, β = 1."""
+    rng = np.random.default_rng(seed)
+    truth = np.clip(np.repeat(rng.uniform(0.02, 0.98, problems), per) + rng.normal(0, 0.02, problems * per), 0, 1)
+    choice = np.clip(truth + rng.normal(0, 0.05, truth.size), 0, 1)
+    ids = np.repeat([f"p{j:04d}" for j in range(problems)], per)
+    return LatentData.of(0.5 + 0.8 * (truth - 0.5), choice, np.full(truth.size, 0.5), ids)
+
+
+def refits(data: LatentData, resamples: int, **kwargs) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, fit_batch's refits) from one-step starts, as bootstrap_fits runs them with 500+ problems."""
+    assert data.fit is not None
+    counts = data.clusters.resample_counts(np.random.default_rng(0), resamples)
+    starts, costs = one_step_starts(data.mu, data.choice, data.clusters, counts, data.fit)
+    weights = counts[:, data.clusters.codes]
+    point = np.tile(data.fit.params, (resamples, 1))
+    return weights, fit_batch(data.mu, data.choice, weights, starts, fallback=(point, costs), **kwargs)
+
+
+def rows_through(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Records the rows of every call of latent.<name> from now on (its fifth argument: parameters or starts)."""
+    rows: list[int] = []
+    real = getattr(latent, name)
+
+    def counted(*args, **kwargs):
+        rows.append(args[4].shape[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(latent, name, counted)
+    return rows
+
+
+def test_newton_first_settles_refits_at_the_bounds_in_two_passes_over_the_items(monkeypatch):
+    # The bootstrap's cost is passes over the items (_evaluate's rows). At a fit on the bounds (α = 3, β = 1)
+    # Newton's steps from the one-step starts settle each refit in the start's pass and one step (its next,
+    # last step needs none); Levenberg–Marquardt from the same starts took 4.1. A count, not a timing.
+    data = shrunk_score(600, 3, seed=1)
+    assert data.fit is not None and data.fit.alpha == 3.0 and data.fit.beta == 1.0
+    passes = rows_through(monkeypatch, "_evaluate")
+    _, newton = refits(data, 40, newton_first=True)
+    newton_passes, passes[:] = sum(passes) / 40, []
+    _, marquardt = refits(data, 40)
+    assert newton_passes <= 2.2 and 1.5 * newton_passes <= sum(passes) / 40
+    assert np.abs(newton - marquardt).max() < 1e-9  # the same minimisers
+
+
+def test_newton_first_hands_rows_it_does_not_settle_to_levenberg_marquardt(monkeypatch):
+    # Near the corner with the active set changing (β on and off its bound) undamped Newton steps do not
+    # settle every refit: Levenberg–Marquardt goes on from where they stopped, and ends where it would alone.
+    data = clustered((0.1, 3.0, 1.0), 600, 4, seed=1)
+    ran = rows_through(monkeypatch, "_levenberg_marquardt")
+    weights, newton = refits(data, 40, newton_first=True)
+    assert 0 < sum(ran) < 40
+    _, marquardt = refits(data, 40)
+    cost_newton, cost_marquardt = (
+        np.sum(weights * (curves(data.mu, p) - data.choice) ** 2, axis=1) for p in (newton, marquardt)
+    )
+    assert np.all(cost_newton <= cost_marquardt * (1 + 1e-12))
+    assert np.abs(peak_mass(newton) - peak_mass(marquardt)).max() < 1e-7
+
+
+def whole_grid_lambdas(data: LatentData, fit: LatentFit) -> np.ndarray:
+    """The paper's λ_j by brute force: every grid point's sum for every problem, np.argmin (ties: smallest λ)."""
+    logs = log_terms(data.mu)
+    g = np.exp(fit.alpha * logs[0] + fit.beta * logs[1])
+    sums = data.clusters.sums((data.mu / (1.0 - uncertainty.LAMBDA_GRID[:, None] * g) - data.choice) ** 2)
+    return uncertainty.LAMBDA_GRID[np.argmin(sums, axis=0)]
+
+
+@pytest.mark.parametrize("truth", [(0.6, 1.5, 2.0), (0.0, 1.0, 1.0), (1.0, 0.05, 1.0), (0.1, 3.0, 1.0)])
+def test_latent_lambdas_are_the_whole_grid_argmin(truth):
+    data = clustered(truth, 400, 3, seed=21)
+    assert data.fit is not None
+    lambdas = uncertainty.latent_lambdas(data, data.fit)
+    assert np.array_equal(lambdas, whole_grid_lambdas(data, data.fit))
+    assert np.unique(lambdas).size > 20  # the problems' own minimisers, across the grid
+
+
+def test_latent_lambdas_break_ties_at_the_smallest_lambda():
+    # Problem a: μ ∈ {0, 1} only, so g = 0 and every λ ties (λ = 0 wins). Problem b: Choice = f(μ; λ = 0.5)
+    # exactly at 0.5, and in a later coarse interval than the fit's. Problem c: Choice below μ, best at λ = 0.
+    fit = LatentFit(0.5, 1.0, 1.0)
+    mu = np.array([0.0, 1.0, 0.3, 0.6, 0.4, 0.7, 0.2, 0.5, 0.8])
+    choice = np.concatenate([[0.2, 0.9], LatentFit(0.5, 1.0, 1.0).choice(mu[2:4]), mu[4:6] - 0.1, mu[6:] + 0.05])
+    ids = np.array(["a", "a", "b", "b", "c", "c", "d", "d", "d"])
+    data = LatentData.of(mu, choice, np.full(mu.size, 0.5), ids)
+    lambdas = uncertainty.latent_lambdas(data, fit)
+    assert np.array_equal(lambdas, whole_grid_lambdas(data, fit))
+    assert lambdas[:3].tolist() == [0.0, 0.5, 0.0]
