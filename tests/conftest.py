@@ -1,5 +1,7 @@
 """The project's own tests: plain unit tests for pure modules, pytester runs for plugin behaviour."""
 
+import signal
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -35,3 +37,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _no_github_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nested runs must not write to the real job summary when this suite itself runs on GitHub Actions."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ctrl_c_reaches_child_runs() -> None:
+    """The runs that tests stop with SIGINT inherit this process's disposition of it, and Python gives a process
+    that starts with SIGINT ignored no KeyboardInterrupt: a suite started that way (a background job of a
+    non-interactive shell, nohup) had four such runs finish unstopped. Ctrl-C here is then Python's usual."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
