@@ -33,6 +33,8 @@ from .stats import (
 # computes for every problem (the grid's ends among them: 1000 is a multiple).
 LAMBDA_GRID = np.arange(1001) / 1000
 COARSE_STEP = 25
+# Coarse intervals whose curves (one point more than intervals) are held at once: ~1.3 MB at 18k renderings.
+COARSE_BLOCK = 8
 
 # From this many latent problems the bootstrap refits start one Gauss–Newton step from the point fit
 # (latent.one_step_starts), whose error shrinks as 1/J, and go from there by Newton's steps (fit_batch's
@@ -174,20 +176,24 @@ def latent_lambdas(data: LatentData, fit: LatentFit) -> np.ndarray:
     holds no grid point that could be its argmin or tie with it. The sum of every 25th grid point is computed,
     then the points inside the intervals that a problem cannot rule out (usually one or two of 40), for that
     problem only. Every sum is the one the whole grid gives, the same expression over the problem's
-    renderings in Clusters.sums' order, so the argmin is too (tests/analysis compares the two). Memory: the
-    coarse points' curve and bounds, ~100 doubles per rendering (15 MB at 18k renderings), for 0.04 s there
-    where the whole grid took 0.13."""
+    renderings in Clusters.sums' order, so the argmin is too (tests/analysis compares the two). 0.04 s at 18k
+    renderings, where the whole grid took 0.13; the coarse curves are computed a few points at a time, so
+    memory stays a few doubles per rendering."""
     clusters = data.clusters
     logs = log_terms(data.mu)
     g = np.exp(fit.alpha * logs[0] + fit.beta * logs[1])[clusters.order]
     mu, choice, codes = data.mu[clusters.order], data.choice[clusters.order], clusters.codes[clusters.order]
     coarse = np.arange(0, LAMBDA_GRID.size, COARSE_STEP)
-    curve = mu / (1.0 - LAMBDA_GRID[coarse, None] * g)  # (coarse points, n)
-    sums = np.add.reduceat((curve - choice) ** 2, clusters.starts, axis=-1)
+    sums = np.empty((coarse.size, clusters.count))
+    bound = np.empty((coarse.size - 1, clusters.count))  # per interval between coarse points, per problem
+    for first in range(0, coarse.size - 1, COARSE_BLOCK):  # a few coarse points' curves at a time
+        points = slice(first, first + COARSE_BLOCK + 1)
+        curve = mu / (1.0 - LAMBDA_GRID[coarse[points], None] * g)
+        sums[points] = np.add.reduceat((curve - choice) ** 2, clusters.starts, axis=-1)
+        gap = np.maximum(np.maximum(curve[:-1] - choice, choice - curve[1:]), 0.0)
+        bound[first : first + COARSE_BLOCK] = np.add.reduceat(gap**2, clusters.starts, axis=-1)
     chosen = coarse[np.argmin(sums, axis=0)]  # the first of tied coarse points: the smallest λ
     best = sums.min(axis=0)
-    gap = np.maximum(np.maximum(curve[:-1] - choice, choice - curve[1:]), 0.0)
-    bound = np.add.reduceat(gap**2, clusters.starts, axis=-1)  # (intervals, problems)
     # The bound and the sums round differently: a margin far above their rounding, far below any real gap.
     possible = bound <= best * (1 + 1e-9) + 1e-300
     for interval in np.flatnonzero(possible.any(axis=1)):
