@@ -1,6 +1,6 @@
-"""The analysis's settings that layers without numpy share (the options, the trend command, the renderers),
-each defined once: the default number of bootstrap resamples and recalibration splits, and the floor of
-reported p-values. Imports nothing, so the options and the terminal stay light."""
+"""Every default of the analysis and the gates that more than one module reads, each defined once here (the
+options, the commands, thresholds.yaml's reader, the renderers that print them). Imports nothing, so the
+options and the terminal stay light."""
 
 from __future__ import annotations
 
@@ -15,3 +15,18 @@ RECALIBRATION_SPLITS = 20
 # Reported p-values of the valid tests are floored here: below it a p-value carries no information once the
 # model is misspecified at all (docs/statistics.md §2.3).
 P_FLOOR = 1e-10
+
+# The level of a test when thresholds.yaml names none (the λ gate, the upgrade comparison).
+ALPHA = 0.05
+
+# The upgrade gate (thresholds.yaml's `regression:` section): δ, the largest drop in mean OVL still accepted, and
+# δ₀ = δ/2, the drop that must be shown to fail; latent-problem resamples of its paired bootstrap. The
+# comparisons the offline commands make (trend between versions, contamination) resample as many.
+UPGRADE_DROP = 0.02
+UPGRADE_FAIL_DROP = UPGRADE_DROP / 2
+UPGRADE_RESAMPLES = 2000
+
+# `thresholds REPORT`: latent-problem resamples of the rule's standard errors (`--resamples`), and the fewest
+# it accepts.
+RULE_RESAMPLES = 500
+RULE_MIN_RESAMPLES = 20

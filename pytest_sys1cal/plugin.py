@@ -11,7 +11,7 @@ from collections.abc import Generator
 import pytest
 
 from . import hookspecs
-from .options import active, add_model_alias, add_options, given_without_sys1cal
+from .session.options import active, add_model_alias, add_options, given_without_sys1cal
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

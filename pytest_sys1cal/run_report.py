@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .dataset import Dataset
-from .gates.margins import regression_notices
+from .document import Counts, Interrupted, ReportDocument, report_document
+from .escape import quoted
 from .gates.rows import GateRow, Outcome, outcome
 from .gates.schema import Thresholds
-from .report.document import Counts, Interrupted, ReportDocument, report_document
-from .report.escape import quoted
+from .gates.upgrade_margins import upgrade_notices
 from .results import ResultRow, analysis_rows
 
 
@@ -77,7 +77,7 @@ def build_report(
 ) -> Report:
     """Analyse the rows, judge the gates, say what the user must know. `node_ids`: instance id → the node id
     that re-runs the rendering (the run's, session/node_ids.py), named beside each rendering of an upgrade
-    comparison. Raises BaselineError when the baseline cannot be compared with this run."""
+    comparison. Raises UpgradeError when the baseline cannot be compared with this run."""
     from .analysis import analyze, collector_paused
 
     options = thresholds.analysis_options() if thresholds else {}
@@ -114,7 +114,7 @@ def build_report(
     gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts.seed)
     data["gates"] = [gate.to_json() for gate in gates]
     if baseline is not None:  # only then: a report without a baseline is unchanged
-        from .gates.upgrade import comparison_block
+        from .gates.upgrade_verdict import comparison_block
 
         data["comparison"] = comparison_block(
             data, gates, baseline.report, origin=baseline.origin, location=baseline.location, node_ids=node_ids
@@ -129,14 +129,14 @@ def _gates(
     """Every configured gate. On a run of the whole dataset a gate that could not be measured fails; on part
     of it (-k, a stop, failed renderings) the threshold gates are not applicable."""
     from .gates.evaluate import evaluate, not_applicable, unmeasured_fails
-    from .gates.regression import evaluate_regression
+    from .gates.upgrade import evaluate_upgrade
 
     partial = partial_run(data["counts"], total, data.get("interrupted"))
     gates = evaluate(thresholds, data) if thresholds is not None else []
     gates = not_applicable(gates, partial) if partial else unmeasured_fails(gates)
     if baseline is not None:
         config = thresholds.regression if thresholds else None
-        rows = evaluate_regression(config, data, baseline.report, seed=seed, baseline_name=baseline.name)
+        rows = evaluate_upgrade(config, data, baseline.report, seed=seed, baseline_name=baseline.name)
         # A comparison describes the renderings it paired, so it stands on part of the dataset too; on a run
         # of the whole dataset a primitive that could not be compared fails rather than pass unseen.
         gates += rows if partial else unmeasured_fails(rows)
@@ -199,4 +199,4 @@ def _notices(
             f"the baseline {baseline.name} lacks {extra} of the renderings this run measured; "
             "the comparison uses only the renderings in both"
         )
-    return notices + regression_notices(gates)
+    return notices + upgrade_notices(gates)

@@ -60,7 +60,7 @@ def _moved(sample: dict[str, Any], key: str, p_star: float, share: float) -> dic
 def shifted_baseline(report: Mapping[str, Any], version: str = "jev-1.12.0") -> dict[str, Any]:
     """A full report, analysed like a run's, whose answers differ from `report`'s on BASELINE_MOVES."""
     from pytest_sys1cal.analysis import analyze
-    from pytest_sys1cal.report.document import report_document
+    from pytest_sys1cal.document import report_document
 
     items = copy.deepcopy(report["items"])
     for item in items:
@@ -81,10 +81,8 @@ def shifted_baseline(report: Mapping[str, Any], version: str = "jev-1.12.0") -> 
 
 def with_comparison(report: Mapping[str, Any], baseline: Mapping[str, Any]) -> dict[str, Any]:
     """`report` with the upgrade gate's rows against `baseline` added to its gates, as a run would add them."""
-    from pytest_sys1cal.gates.regression import evaluate_regression
+    from pytest_sys1cal.gates.upgrade import evaluate_upgrade
 
     out = copy.deepcopy(dict(report))
-    out["gates"] = list(out["gates"]) + [
-        g.to_json() for g in evaluate_regression(None, out, baseline, seed=out["seed"])
-    ]
+    out["gates"] = list(out["gates"]) + [g.to_json() for g in evaluate_upgrade(None, out, baseline, seed=out["seed"])]
     return out

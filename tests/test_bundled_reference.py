@@ -68,9 +68,9 @@ def test_nothing_is_recorded_into_the_bundled_set(pytester: pytest.Pytester, mon
 def test_a_missing_or_damaged_reference_cassette_says_how_to_get_it_back(pytester: pytest.Pytester) -> None:
     from pytest_sys1cal.dataset import load_dataset
     from pytest_sys1cal.models.systemone import JevAdapter
-    from pytest_sys1cal.options import resolve_settings
     from pytest_sys1cal.redact import Redactor
     from pytest_sys1cal.session.advice import Advice
+    from pytest_sys1cal.session.options import resolve_settings
     from pytest_sys1cal.store.folder import CassetteFolder
 
     config = pytester.parseconfigure("--sys1cal")

@@ -1,4 +1,4 @@
-"""analysis/compare.py: pairing, Holm, the three-way verdict and its behaviour under repeat noise."""
+"""analysis/upgrade.py: pairing, Holm, the three-way verdict and its behaviour under repeat noise."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_sys1cal.analysis.compare import Margin, compare_reports
-from pytest_sys1cal.analysis.paired import ComparisonError, holm
-from pytest_sys1cal.gates.regression import evaluate_regression
-from pytest_sys1cal.gates.schema import RegressionConfig
+from pytest_sys1cal.analysis.paired import PairingError, holm
+from pytest_sys1cal.analysis.upgrade import Margin, compare_reports
+from pytest_sys1cal.gates.schema import UpgradeConfig
+from pytest_sys1cal.gates.upgrade import evaluate_upgrade
 from pytest_sys1cal.vocabulary import Verdict
 
 FAIL, PASS, INCONCLUSIVE, NOT_MEASURED = Verdict.FAILED, Verdict.PASSED, Verdict.INCONCLUSIVE, Verdict.NOT_MEASURED
@@ -105,8 +105,8 @@ def test_noise_cannot_flip_ci_but_a_real_drop_fails(model: Model) -> None:
     of a model whose Choice mean OVL is 0.03 lower. Default gate: δ = 0.02, δ₀ = 0.01, α = 0.05, Holm over 3."""
     worse = model.worse("choice", 0.03)
     assert worse.achieved_drop == pytest.approx(0.03, abs=5e-4)
-    config = RegressionConfig()
-    strict = RegressionConfig(fail_drop=dict.fromkeys(PRIMS, 0.0))  # δ₀ = 0: fail on any significant drop
+    config = UpgradeConfig()
+    strict = UpgradeConfig(fail_drop=dict.fromkeys(PRIMS, 0.0))  # δ₀ = 0: fail on any significant drop
     same = {"pass": 0, "inconclusive": 0, "failed": 0}
     strict_false_fail = 0
     drop = {"choice_failed": 0, "others_failed": 0}
@@ -114,16 +114,16 @@ def test_noise_cannot_flip_ci_but_a_real_drop_fails(model: Model) -> None:
     for trial in range(100):
         rng = np.random.default_rng(1000 + trial)
         base, again, dropped = model.record(rng), model.record(rng), worse.record(rng)
-        verdicts = [row.verdict for row in evaluate_regression(config, again, base, trial)]
+        verdicts = [row.verdict for row in evaluate_upgrade(config, again, base, trial)]
         if "FAILED" in verdicts:
             same["failed"] += 1
         elif "inconclusive" in verdicts:
             same["inconclusive"] += 1
         else:
             same["pass"] += 1
-        strict_rows = evaluate_regression(strict, again, base, trial)
+        strict_rows = evaluate_upgrade(strict, again, base, trial)
         strict_false_fail += any(row.verdict == "FAILED" for row in strict_rows)
-        rows = {row.name: row.verdict for row in evaluate_regression(config, dropped, base, trial)}
+        rows = {row.name: row.verdict for row in evaluate_upgrade(config, dropped, base, trial)}
         drop["choice_failed"] += rows.pop("regression.choice.mean_ovl") == "FAILED"
         drop["others_failed"] += "FAILED" in rows.values()
     elapsed = time.perf_counter() - started
@@ -240,7 +240,7 @@ def test_inconclusive_says_what_would_decide_it() -> None:
     assert advice["text"].startswith(
         f"if the difference stays at {m['difference']:+.4f}, about {advice['renderings']} "
     )
-    rows = {r.name: r.to_json() for r in evaluate_regression(RegressionConfig(), new, base, 0)}
+    rows = {r.name: r.to_json() for r in evaluate_upgrade(UpgradeConfig(), new, base, 0)}
     row = rows["regression.choice.mean_ovl"]
     assert row["verdict"] == "inconclusive" and row["passed"] is None
     assert "neither shown within the margin" in row["explanation"]
@@ -331,7 +331,7 @@ def test_primitive_missing_in_one_report_is_not_measured(model: Model) -> None:
     assert result["metrics"]["score"]["verdict"] == NOT_MEASURED
     assert result["metrics"]["score"]["reason"] == "Score was not asked in this run"
     assert result["correction"].startswith("Holm over 2 metrics")
-    rows = {r.name: r.to_json() for r in evaluate_regression(None, new, base, 0)}
+    rows = {r.name: r.to_json() for r in evaluate_upgrade(None, new, base, 0)}
     assert rows["regression.score.mean_ovl"]["verdict"] == "not measured"
     assert rows["regression.score.mean_ovl"]["passed"] is None
 
@@ -341,13 +341,13 @@ def test_refuses_different_repeat_counts_and_disjoint_reports(model: Model) -> N
     new = copy.deepcopy(base)
     for item in new["items"]:
         item["repeats"] = 10
-    with pytest.raises(ComparisonError, match="the baseline averages 3 repeats per rendering and this run 10"):
+    with pytest.raises(PairingError, match="the baseline averages 3 repeats per rendering and this run 10"):
         compare_reports(new, base)
     other = copy.deepcopy(base)
     for item in other["items"]:
         item["instance_id"] += "_other"
     with pytest.raises(
-        ComparisonError, match=r"no rendering is in both reports \(368 in the new one, 368 in the baseline\)"
+        PairingError, match=r"no rendering is in both reports \(368 in the new one, 368 in the baseline\)"
     ):
         compare_reports(other, base)
 

@@ -8,8 +8,9 @@ import copy
 import numpy as np
 import pytest
 
-from pytest_sys1cal.analysis.compare import RESAMPLES, compare_reports
 from pytest_sys1cal.analysis.stats import Clusters
+from pytest_sys1cal.analysis.upgrade import compare_reports
+from pytest_sys1cal.defaults import UPGRADE_RESAMPLES
 from pytest_sys1cal.report.breakdown_tables import family_delta_table
 from tests.reports import BASELINE_MOVES, golden, shifted_baseline, with_comparison
 
@@ -76,7 +77,7 @@ def test_the_intervals_come_from_the_comparisons_own_resamples(reports: tuple[di
     items = sorted(new["items"], key=lambda item: item["instance_id"])  # the comparison's order
     base_items = {item["instance_id"]: item for item in base["items"]}
     clusters = Clusters.of([item["latent_instance_id"] for item in items])
-    counts = clusters.resample_counts(np.random.default_rng(7), RESAMPLES)
+    counts = clusters.resample_counts(np.random.default_rng(7), UPGRADE_RESAMPLES)
     family = np.asarray([item["family"] for item in items])
     d = np.asarray(
         [abs(base_items[i["instance_id"]]["p_choice"] - i["p_star"]) - abs(i["p_choice"] - i["p_star"]) for i in items]
@@ -86,7 +87,7 @@ def test_the_intervals_come_from_the_comparisons_own_resamples(reports: tuple[di
     cell = comparison["metrics"]["choice"]["by_family"]["compound"]
     assert cell["ci"] == pytest.approx(list(np.quantile(boot, [0.025, 0.975])), abs=1e-12)
     assert cell["se"] == pytest.approx(float(boot.std(ddof=1)), abs=1e-12)
-    assert cell["resamples"] == RESAMPLES
+    assert cell["resamples"] == UPGRADE_RESAMPLES
 
 
 def test_one_family_reproduces_the_overall_bootstrap(reports: tuple[dict, dict]) -> None:

@@ -26,12 +26,12 @@ import pytest
 
 from pytest_sys1cal.analysis import analyze
 from pytest_sys1cal.dataset import load_dataset
+from pytest_sys1cal.document import report_document
 from pytest_sys1cal.gates.config import parse_thresholds
 from pytest_sys1cal.models.base import WireResponse
 from pytest_sys1cal.models.systemone import SystemOneAdapter
-from pytest_sys1cal.options import OPTIONS
-from pytest_sys1cal.report.document import report_document
 from pytest_sys1cal.results import ResultRow, analysis_rows
+from pytest_sys1cal.session.options import OPTIONS
 from tests.degraded import rewrite_digests
 from tests.loopback import Behaviour, LoopbackServer
 
@@ -415,7 +415,7 @@ def calibrate_bias(simulator: Simulator, drop: float, noise: float) -> tuple[flo
 
 @pytest.mark.slow
 def test_baseline_gate_error_rates_under_noise() -> None:
-    from pytest_sys1cal.gates.regression import evaluate_regression
+    from pytest_sys1cal.gates.upgrade import evaluate_upgrade
 
     simulator = Simulator(SIM_QUESTIONS)
     thresholds = parse_thresholds(SIM_THRESHOLDS, "sim.yaml", "systemone")
@@ -428,8 +428,8 @@ def test_baseline_gate_error_rates_under_noise() -> None:
         baseline = simulator.record(Behaviour(noise=SIM_NOISE, seed=3 * trial), SIM_REPEATS)
         again = simulator.record(Behaviour(noise=SIM_NOISE, seed=3 * trial + 1), SIM_REPEATS)
         dropped = simulator.record(Behaviour(noise=SIM_NOISE, bias=bias, seed=3 * trial + 2), SIM_REPEATS)
-        same.append([row.verdict for row in evaluate_regression(thresholds, again, baseline, seed=trial)])
-        rows = evaluate_regression(thresholds, dropped, baseline, seed=trial)
+        same.append([row.verdict for row in evaluate_upgrade(thresholds, again, baseline, seed=trial)])
+        rows = evaluate_upgrade(thresholds, dropped, baseline, seed=trial)
         worse.append([row.verdict for row in rows])
         differences.append([row.observed for row in rows])
 

@@ -138,7 +138,7 @@ def test_no_date_creator_or_random_id_in_the_figures(compared_page: str) -> None
 )
 def test_a_thin_run_draws_what_it_can(answers: dict, expected: list[str]) -> None:
     from pytest_sys1cal.analysis import analyze
-    from pytest_sys1cal.report.document import report_document
+    from pytest_sys1cal.document import report_document
     from tests.analysis.conftest import build_item
 
     error = None if answers else "server error"

@@ -20,7 +20,7 @@ MAX_FUNCTION_LINES = 60
 MAX_CLASS_LINES = 200
 # The pytest glue: what the lower layers (recording/, measuring, the store, other versions) must not reach back
 # into. First components of module names under the package: the session/ wing is glue as a whole.
-GLUE = {"plugin", "run", "options", "session"}
+GLUE = {"plugin", "session"}
 ERROR_ROOTS = {"InputError", "MeasurementError"}
 # Names of the shared vocabulary: defined in vocabulary.py and nowhere else.
 VOCABULARY = {
@@ -35,6 +35,8 @@ VOCABULARY = {
     "RECORD_MODES",
     "REPORT_SCHEMA",
     "MANIFEST_SCHEMA",
+    "TREND_SCHEMA",
+    "REPLAY_INDEX_SCHEMA",
 }
 # What the pure parts must not import: they run without pytest (commands, reports read back) and
 # without the recording stack.
@@ -47,17 +49,23 @@ FORBIDDEN = {
 }
 
 # Parts of the package a part must not import: the analysis is handed its data (it reads no dataset and
-# knows no generator) and knows nothing of gates (the gates read the analysis, never the other way); neither
-# reaches the renderers, only the report document's typed home (report/document.py, ALLOWED_INTERNAL); the
-# store and other versions replayed offline take plain values, never the pytest session's glue.
+# knows no generator) and knows nothing of gates (the gates read the analysis, never the other way); nothing
+# below the glue reaches a renderer (report/): the report document's typed home is document.py, at the top;
+# the store and other versions replayed offline take plain values, never the pytest session's glue.
 _SESSION_GLUE = {f"pytest_sys1cal.{name}" for name in GLUE}
+_RENDERERS = "pytest_sys1cal.report"
 FORBIDDEN_INTERNAL = {
-    "analysis": {"pytest_sys1cal.dataset", "pytest_sys1cal.generate", "pytest_sys1cal.gates", "pytest_sys1cal.report"},
-    "gates": {"pytest_sys1cal.report"},
-    "store": _SESSION_GLUE,
-    "versions": _SESSION_GLUE,
+    "analysis": {"pytest_sys1cal.dataset", "pytest_sys1cal.generate", "pytest_sys1cal.gates", _RENDERERS},
+    "gates": {_RENDERERS},
+    "store": {*_SESSION_GLUE, _RENDERERS},
+    "versions": {*_SESSION_GLUE, _RENDERERS},
+    "recording": {_RENDERERS},
+    "models": {_RENDERERS},
+    "generate": {_RENDERERS},
 }
-ALLOWED_INTERNAL = {"pytest_sys1cal.report.document"}
+# Who may call a renderer: the renderers themselves, the commands and the pytest session's glue (which writes the
+# run's outputs); every other module of the package, the top-level spine included, may not.
+RENDERER_CALLERS = ("report", "commands", "session")
 # Calls that open or read a file: the analysis makes none.
 FILE_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes"}
 
@@ -179,11 +187,37 @@ def test_parts_import_no_forbidden_part_of_the_package(part: str) -> None:
         f"{path.relative_to(REPO)}:{line} imports {imported}"
         for path in sorted((PACKAGE / part).rglob("*.py"))
         for imported, line in imports(path)
-        if imported not in ALLOWED_INTERNAL
-        and not imported.startswith(tuple(f"{name}." for name in ALLOWED_INTERNAL))
-        and any(imported == name or imported.startswith(name + ".") for name in FORBIDDEN_INTERNAL[part])
+        if any(imported == name or imported.startswith(name + ".") for name in FORBIDDEN_INTERNAL[part])
     ]
     assert not found, "\n".join(found)
+
+
+def test_only_the_glue_and_the_commands_call_a_renderer() -> None:
+    found = [
+        f"{path.relative_to(REPO)}:{line} imports {imported}"
+        for path in modules()
+        if path.relative_to(PACKAGE).parts[0] not in RENDERER_CALLERS
+        for imported, line in imports(path)
+        if imported == _RENDERERS or imported.startswith(_RENDERERS + ".")
+    ]
+    assert not found, "\n".join(found)
+
+
+def folder_of(module: str) -> str:
+    """A module's folder under the package; a top-level module (the spine, the shared ground) is its own node."""
+    parts = module.split(".")
+    return parts[1] + "/" if len(parts) > 2 else ".".join(parts[1:]) or "__init__"
+
+
+def test_no_import_cycle_between_folders() -> None:
+    """Folders import one way: with every module of a folder merged into one node, the graph has no cycle (so
+    no folder reaches up into a folder, or a top-level module, that reaches down into it)."""
+    graph: dict[str, set[str]] = {}
+    for name, targets in internal_graph().items():
+        graph.setdefault(folder_of(name), set()).update(
+            folder_of(t) for t in targets if folder_of(t) != folder_of(name) and t != "pytest_sys1cal"
+        )
+    assert find_cycle(graph) is None, f"folder cycle: {' → '.join(find_cycle(graph) or [])}"
 
 
 def test_the_analysis_opens_no_file() -> None:
@@ -271,7 +305,9 @@ def test_measuring_imports_nothing_from_recording_or_the_glue() -> None:
 
 def test_every_exception_class_derives_from_one_of_the_two_roots() -> None:
     """Each exception class of the package derives, through its bases in the package, from InputError (the
-    user's input is wrong: exit 4) or MeasurementError (a rendering or the run could not be measured)."""
+    user's input is wrong: exit 4) or MeasurementError (a rendering, a statistic or the run could not be
+    measured). A signal is not an error: session/signals.py's Terminated is a KeyboardInterrupt (SIGTERM taken
+    like Ctrl-C, which pytest's own interrupt handling must see), and `is_exception` does not count it."""
     classes: dict[str, list[str]] = {}
     where: dict[str, str] = {}
     for path in modules():
@@ -300,39 +336,9 @@ def test_every_exception_class_derives_from_one_of_the_two_roots() -> None:
     strays = [
         f"{where[name]} {name}({', '.join(classes[name])})"
         for name in classes
-        if name not in ERROR_ROOTS and is_exception(name) and not roots(name) and name not in analysis_signals()
+        if name not in ERROR_ROOTS and is_exception(name) and not roots(name)
     ]
     assert not strays, "exception classes outside the two roots:\n" + "\n".join(strays)
-
-
-def analysis_signals() -> set[str]:
-    """The analysis's own signal that a statistic is undefined on its input (a ValueError, not an error of the
-    run): caught inside analysis/, where the block then says why, so it is named nowhere else."""
-    return {
-        node.name
-        for path in sorted((PACKAGE / "analysis").rglob("*.py"))
-        for node in ast.walk(tree(path))
-        if isinstance(node, ast.ClassDef) and [ast.unparse(base) for base in node.bases] == ["ValueError"]
-    }
-
-
-def test_the_analysis_signals_stay_inside_the_analysis() -> None:
-    signals = analysis_signals()
-    assert signals, "analysis/ no longer defines its undefined-statistic signal: drop this test"
-    found = [
-        f"{path.relative_to(REPO)}:{node.lineno} names {node.id}"
-        for path in modules()
-        if "analysis" not in path.relative_to(PACKAGE).parts
-        for node in ast.walk(tree(path))
-        if isinstance(node, ast.Name) and node.id in signals
-    ] + [
-        f"{path.relative_to(REPO)}:{line} imports {imported}"
-        for path in modules()
-        if "analysis" not in path.relative_to(PACKAGE).parts
-        for imported, line in imports(path)
-        if imported.rsplit(".", 1)[-1] in signals
-    ]
-    assert not found, "\n".join(found)
 
 
 def test_options_are_read_only_in_options_py() -> None:
@@ -403,7 +409,7 @@ def test_the_readme_layout_lists_every_module() -> None:
 def test_every_flag_the_package_names_is_an_option_it_defines() -> None:
     """Messages, help texts and generated files name flags in words; each `--sys1cal…` they name is one that
     options.py defines, so a renamed option cannot leave a message pointing at a flag that no longer exists."""
-    from pytest_sys1cal.options import OPTIONS
+    from pytest_sys1cal.session.options import OPTIONS
 
     defined = {option.flag for option in OPTIONS} | {"--sys1cal", "--sys1cal-dry-run"}
     named = re.compile(r"--sys1cal(?:-[a-z0-9]+)*")

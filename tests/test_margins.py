@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from pytest_sys1cal.gates.config import load_thresholds
-from pytest_sys1cal.gates.margins import margins_details, regression_notices
-from pytest_sys1cal.gates.regression import evaluate_regression
 from pytest_sys1cal.gates.rows import GateRow, Outcome, outcome, passes
-from pytest_sys1cal.gates.schema import RegressionConfig, ThresholdsError
+from pytest_sys1cal.gates.schema import ThresholdsError, UpgradeConfig
+from pytest_sys1cal.gates.upgrade import evaluate_upgrade
+from pytest_sys1cal.gates.upgrade_margins import margins_details, upgrade_notices
 from pytest_sys1cal.report.gates import headline
 from pytest_sys1cal.report.terminal import gate_lines
 from pytest_sys1cal.vocabulary import Verdict
@@ -93,23 +93,23 @@ def test_margins_from_the_defaults_say_why(tmp_path: Path) -> None:
     details = margins_details(config, "score", JEV)
     assert details["source"] == "defaults" and details["sections"] == []
     assert details["text"] == f"the plugin's defaults ({path} sets no regression key for jev jev-1.14.0)"
-    assert margins_details(RegressionConfig(), "score", JEV)["text"] == "the plugin's defaults (no thresholds file)"
+    assert margins_details(UpgradeConfig(), "score", JEV)["text"] == "the plugin's defaults (no thresholds file)"
     assert margins_details(load_thresholds(path, "systemone").regression, "noul", JEV)["source"] == "defaults"
 
 
 # ============================================================================================ inconclusive: pass
 
 
-def semif_rows(config: RegressionConfig) -> list[GateRow]:
+def semif_rows(config: UpgradeConfig) -> list[GateRow]:
     """The pinned SmolLM2 report against a baseline better on some families: Noul inconclusive, Choice
     FAILED, Score passed under the default margins (tests/reports.py)."""
     report = golden("semif")
-    return evaluate_regression(config, report, shifted_baseline(report), seed=0)
+    return evaluate_upgrade(config, report, shifted_baseline(report), seed=0)
 
 
 def test_pass_lets_an_inconclusive_comparison_pass_and_still_shows_it() -> None:
-    strict = semif_rows(RegressionConfig(primitives=("noul", "score")))
-    lenient = semif_rows(RegressionConfig(primitives=("noul", "score"), inconclusive="pass"))
+    strict = semif_rows(UpgradeConfig(primitives=("noul", "score")))
+    lenient = semif_rows(UpgradeConfig(primitives=("noul", "score"), inconclusive="pass"))
     assert [g.verdict for g in strict] == [g.verdict for g in lenient] == [Verdict.INCONCLUSIVE, Verdict.PASSED]
     assert [g.tolerated for g in strict] == [False, False] and [g.tolerated for g in lenient] == [True, False]
     assert outcome(strict) == Outcome.UNDECIDED and outcome(lenient) == Outcome.PASSED
@@ -124,7 +124,7 @@ def test_pass_lets_an_inconclusive_comparison_pass_and_still_shows_it() -> None:
         Outcome.PASSED,
         "every gate in force passed; 1 inconclusive comparison(s) let pass by regression.inconclusive: pass",
     )
-    notices = regression_notices(lenient)
+    notices = upgrade_notices(lenient)
     assert notices[0].startswith(
         "1 inconclusive comparison(s) (Noul mean OVL) let pass by regression.inconclusive: pass"
     )
@@ -134,7 +134,7 @@ def test_pass_lets_an_inconclusive_comparison_pass_and_still_shows_it() -> None:
 
 
 def test_pass_does_not_let_a_failed_comparison_pass() -> None:
-    rows = semif_rows(RegressionConfig(inconclusive="pass"))
+    rows = semif_rows(UpgradeConfig(inconclusive="pass"))
     assert [g.verdict for g in rows] == [Verdict.INCONCLUSIVE, Verdict.FAILED, Verdict.PASSED]
     assert outcome(rows) == Outcome.FAILED and passes(rows[1]) is False
     assert not rows[1].tolerated
@@ -196,7 +196,7 @@ def noisy_rows() -> list[GateRow]:
     """Two recordings of one simulated model, 3 repeats each, repeat noise σ_w = 0.3 (tests/test_compare.py)."""
     model = Model()
     new, base = (model.record(np.random.default_rng(seed), sigma_w=0.3) for seed in (1, 2))
-    return evaluate_regression(None, new, base, seed=0)
+    return evaluate_upgrade(None, new, base, seed=0)
 
 
 def test_the_design_check_is_the_paired_formula_at_the_comparisons_own_se(noisy_rows: list[GateRow]) -> None:
@@ -215,7 +215,7 @@ def test_the_design_check_is_the_paired_formula_at_the_comparisons_own_se(noisy_
 
 
 def test_the_summary_says_the_repeats_are_too_few_for_the_margins(noisy_rows: list[GateRow]) -> None:
-    (notice,) = regression_notices(noisy_rows)
+    (notice,) = upgrade_notices(noisy_rows)
     assert notice.startswith(
         "the upgrade comparison is too noisy for its regression margins: at 368 paired renderings, each value the "
         "mean of 3 model repeats, its minimum detectable effect (80% power, from its own spread of per-rendering "
@@ -230,14 +230,14 @@ def test_the_summary_says_the_repeats_are_too_few_for_the_margins(noisy_rows: li
 def test_no_design_notice_when_the_comparison_can_decide_or_has_decided() -> None:
     model = Model()
     new, base = (model.record(np.random.default_rng(seed)) for seed in (1, 2))  # σ_w = 0.1: MDE ≈ 0.01
-    rows = evaluate_regression(None, new, base, seed=0)
-    assert all(row.details["design"]["enough"] for row in rows) and regression_notices(rows) == []
+    rows = evaluate_upgrade(None, new, base, seed=0)
+    assert all(row.details["design"]["enough"] for row in rows) and upgrade_notices(rows) == []
     # The pinned Jev report against a baseline better on some families: Noul passed with MDE ≤ δ, Choice FAILED
     # (left out: decided), Score passed with MDE > δ; the repeat noise is unknown (each answer a published
     # mean of 10), so the words say what more renderings would do.
     report = golden("jev")
-    rows = evaluate_regression(None, report, shifted_baseline(report), seed=0)
-    (notice,) = regression_notices(rows)
+    rows = evaluate_upgrade(None, report, shifted_baseline(report), seed=0)
+    (notice,) = upgrade_notices(rows)
     assert "is Score 0.0342 > δ 0.02:" in notice and "Noul" not in notice and "Choice" not in notice
     assert notice.endswith(
         "the repeat noise of these recordings is unknown, so what more repeats would do cannot be said: about "

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from pytest_sys1cal.report.escape import markdown_text, one_line, quoted
+from pytest_sys1cal.escape import markdown_text, one_line, quoted
 from tests.field import QUIET, subset
 from tests.loopback import Behaviour, LoopbackServer
 from tests.test_semif import FakeOpenAI
@@ -210,7 +210,7 @@ def test_server_text_mentions_nobody_and_links_nowhere_on_github() -> None:
 def test_a_code_span_shows_any_text_literally_and_a_table_keeps_it() -> None:
     """Node ids and gate names go into the pull-request comment and the job summary as code spans: whatever
     they hold (backticks, a table's |, a line break) renders as those characters, inside one span."""
-    from pytest_sys1cal.report.escape import code_span
+    from pytest_sys1cal.escape import code_span
     from pytest_sys1cal.report.table import Table, markdown
 
     texts = ["sys1cal::jev[bayes/x__seed_1]", "a`b", "`edge`", "pipe|in\nit"]

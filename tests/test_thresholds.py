@@ -13,9 +13,9 @@ import pytest
 from pytest_sys1cal.errors import InputError
 from pytest_sys1cal.gates.config import load_thresholds
 from pytest_sys1cal.gates.evaluate import evaluate as evaluate_gates
-from pytest_sys1cal.gates.regression import BaselineError, evaluate_regression
-from pytest_sys1cal.gates.schema import RegressionConfig, Thresholds, ThresholdsError
-from pytest_sys1cal.versions.baseline import load_baseline
+from pytest_sys1cal.gates.schema import Thresholds, ThresholdsError, UpgradeConfig
+from pytest_sys1cal.gates.upgrade import UpgradeError, evaluate_upgrade
+from pytest_sys1cal.versions.upgrade_baseline import load_baseline
 from pytest_sys1cal.vocabulary import PRIMITIVES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -391,7 +391,7 @@ def test_version_overrides_are_validated_after_merging(tmp_path: Path) -> None:
 
 def test_regression_defaults(tmp_path: Path) -> None:
     t = load_text(tmp_path, "jev:\n  noul: {min_mean_ovl: 0.9}\n")
-    assert t.regression == RegressionConfig()
+    assert t.regression == UpgradeConfig()
     assert t.regression.fail_drop == {"noul": 0.01, "choice": 0.01, "score": 0.01}
     t = load_text(tmp_path, "jev:\n  regression: {max_drop_mean_ovl: 0.04, score: {max_drop_mean_ovl: 0.01}}\n")
     assert t.regression.drop == {"noul": 0.04, "choice": 0.04, "score": 0.01}
@@ -613,8 +613,8 @@ def test_option_swap_gates_on_a_run_that_asked_both_orders(recorded: Thresholds)
 def test_baseline_on_another_dataset_is_an_error_naming_both_hashes(jev_report: dict[str, Any]) -> None:
     other = copy.deepcopy(jev_report)
     other["dataset"]["sha256"] = "b" * 64
-    with pytest.raises(BaselineError) as info:
-        evaluate_regression(None, jev_report, other, 0, baseline_name="base.json")
+    with pytest.raises(UpgradeError) as info:
+        evaluate_upgrade(None, jev_report, other, 0, baseline_name="base.json")
     assert str(info.value) == (
         f"base.json was computed on dataset sha256 {'b' * 64}, this run on sha256 {'a' * 64}; a paired "
         "comparison needs the same renderings, so record the baseline on this dataset"
@@ -627,25 +627,25 @@ def test_baseline_with_other_repeat_count_is_refused(jev_report: dict[str, Any])
     for item in other["items"]:
         item["repeats"] = 10
     with pytest.raises(
-        BaselineError, match=r"^base\.json: the baseline averages 10 repeats per rendering and this run 1: "
+        UpgradeError, match=r"^base\.json: the baseline averages 10 repeats per rendering and this run 1: "
     ):
-        evaluate_regression(None, jev_report, other, 0, baseline_name="base.json")
+        evaluate_upgrade(None, jev_report, other, 0, baseline_name="base.json")
 
 
 def test_baseline_not_a_report(tmp_path: Path, jev_report: dict[str, Any]) -> None:
-    with pytest.raises(BaselineError, match=r"^base\.json: not a sys1cal-report/1 report \(schema: None\)$"):
-        evaluate_regression(None, jev_report, {"items": []}, 0, baseline_name="base.json")
+    with pytest.raises(UpgradeError, match=r"^base\.json: not a sys1cal-report/1 report \(schema: None\)$"):
+        evaluate_upgrade(None, jev_report, {"items": []}, 0, baseline_name="base.json")
     bad = tmp_path / "base.json"
     bad.write_text("{not json", encoding="utf-8")
-    with pytest.raises(BaselineError, match=r"^baseline .*base\.json: not a JSON file"):
+    with pytest.raises(UpgradeError, match=r"^baseline .*base\.json: not a JSON file"):
         load_baseline(bad)
     bad.write_text('{"schema": "something-else"}', encoding="utf-8")
-    with pytest.raises(BaselineError, match=r"^baseline .*base\.json: not a sys1cal report \(schema 'something-else'"):
+    with pytest.raises(UpgradeError, match=r"^baseline .*base\.json: not a sys1cal report \(schema 'something-else'"):
         load_baseline(bad)
 
 
 def test_regression_rows_against_itself(jev_report: dict[str, Any], bundled: Thresholds) -> None:
-    rows = [r.to_json() for r in evaluate_regression(bundled, jev_report, copy.deepcopy(jev_report), 0)]
+    rows = [r.to_json() for r in evaluate_upgrade(bundled, jev_report, copy.deepcopy(jev_report), 0)]
     assert [r["name"] for r in rows] == [f"regression.{p}.mean_ovl" for p in PRIMITIVES]
     for row in rows:
         assert row["verdict"] == "passed" and row["passed"] is True and row["observed"] == 0.0

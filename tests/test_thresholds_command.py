@@ -17,8 +17,9 @@ import pytest
 import yaml
 
 from pytest_sys1cal.bundled import model_section, preamble
+from pytest_sys1cal.defaults import UPGRADE_RESAMPLES
 from pytest_sys1cal.gates.config import parse_thresholds
-from pytest_sys1cal.gates.schema import DEFAULT_RESAMPLES, RegressionConfig
+from pytest_sys1cal.gates.schema import UpgradeConfig
 from pytest_sys1cal.gates.thresholds_rule import CHOICE_GATES, PRIMITIVE_GATES, threshold_rule
 
 from .degraded import degrade
@@ -68,7 +69,7 @@ def test_the_printed_section_is_read_by_the_plugins_reader(tmp_path: Path, name:
     resolved = parse_thresholds(text, "printed", model, version or report["model"]["version"])
     assert {gate.name: gate.limit for gate in resolved.gates} == expected_gates(report)
     assert resolved.layers == ((model, f"{model}[{version}]") if version else (model,))
-    assert resolved.regression == RegressionConfig()  # the defaults, and written out:
+    assert resolved.regression == UpgradeConfig()  # the defaults, and written out:
     section = yaml.safe_load(text)[model]
     regression = (section[version] if version else section)["regression"]
     assert regression == {
@@ -76,7 +77,7 @@ def test_the_printed_section_is_read_by_the_plugins_reader(tmp_path: Path, name:
         "max_drop_mean_ovl": 0.02,
         "fail_drop_mean_ovl": 0.01,
         "primitives": ["noul", "choice", "score"],
-        "resamples": DEFAULT_RESAMPLES,
+        "resamples": UPGRADE_RESAMPLES,
     }
     # Each limit carries its derivation: measured value and SE.
     for line in text.splitlines():

@@ -1,5 +1,5 @@
 """The package type-checks (mypy, as configured in pyproject.toml), so the report document's typed face
-(report/document.py) holds every reader to the keys it names: a mistyped key fails here, not in a user's run."""
+(document.py) holds every reader to the keys it names: a mistyped key fails here, not in a user's run."""
 
 from __future__ import annotations
 

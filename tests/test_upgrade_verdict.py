@@ -191,7 +191,7 @@ def test_a_better_version_passes_the_upgrade_beside_its_failed_absolute_gates(
 def test_a_saved_report_says_what_it_was_compared_with(
     pytester: pytest.Pytester, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_sys1cal.report.document import read_report
+    from pytest_sys1cal.document import read_report
 
     project(pytester, root)
     shutil.copy(REPO / "tests" / "golden" / "jev-report.json", pytester.path / "baseline.json")

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..defaults import RECALIBRATION_SPLITS
+from ..defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
 from .breakdown import breakdowns
 from .calibration import calibration
 from .choice_calibration import choice_calibration_table
@@ -35,7 +35,7 @@ def analyze(
     seed: int = 0,
     error_cost: float = 100.0,
     defer_cost: float = 45.0,
-    bootstrap: int = 1000,
+    bootstrap: int = BOOTSTRAP_RESAMPLES,
     recalibration_splits: int = RECALIBRATION_SPLITS,
 ) -> dict[str, Any]:
     """Everything the summary, the JSON report and the gates need, from per-rendering results.

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..defaults import UPGRADE_RESAMPLES
 from ..vocabulary import LABELS, PRIMITIVES
 from .contamination_sides import (
     FILLS_EVERY_CELL,
@@ -24,7 +25,6 @@ from .contamination_sides import (
 from .paired import holm
 from .stats import percentile_interval
 
-CONTAMINATION_RESAMPLES = 2000
 CHUNK = 250  # bootstrap resamples per block: bounds the (resamples × latent problems) count matrices
 DEFAULT_STRATA = "family+band"
 
@@ -49,7 +49,7 @@ def check_contamination(
     fresh: Mapping[str, Any],
     *,
     seed: int = 0,
-    resamples: int = CONTAMINATION_RESAMPLES,
+    resamples: int = UPGRADE_RESAMPLES,
     level: float = 0.95,
     stratify: str = DEFAULT_STRATA,
     exclude: Iterable[str] | None = None,

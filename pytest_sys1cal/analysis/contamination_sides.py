@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..bands import ALL_BANDS, band_of
+from ..document import dataset_sha, model_and_version, model_source
 from ..errors import InputError
-from ..report.document import dataset_sha, model_and_version, model_source
 from ..vocabulary import FAMILY_NAMES
 from .paired import rendering_ovl
 from .stats import Clusters

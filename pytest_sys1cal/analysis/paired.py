@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ..document import ANSWER_COLUMNS
 from ..errors import InputError
-from ..report.document import ANSWER_COLUMNS
 from .items import LEVEL_VALUES, score_expectation
 from .primitives import ovl
 
@@ -20,7 +20,7 @@ from .primitives import ovl
 COLUMNS = {prim: (column, prim) for prim, column in ANSWER_COLUMNS.items()}
 
 
-class ComparisonError(InputError):
+class PairingError(InputError):
     """The two reports cannot be compared (different repeat counts, nothing matched, not a report)."""
 
 
@@ -66,12 +66,12 @@ class Paired:
 
 
 def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
-    """Match the items of two reports on instance_id. Raises ComparisonError when they cannot be compared."""
+    """Match the items of two reports on instance_id. Raises PairingError when they cannot be compared."""
     new_items = _items_by_id(new, "the new report")
     base_items = _items_by_id(baseline, "the baseline report")
     shared = sorted(new_items.keys() & base_items.keys())
     if not shared:
-        raise ComparisonError(
+        raise PairingError(
             f"no rendering is in both reports ({len(new_items)} in the new one, {len(base_items)} in the "
             "baseline): compare runs of the same dataset"
         )
@@ -79,7 +79,7 @@ def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
         i for i in shared if new_items[i].get("latent_instance_id") != base_items[i].get("latent_instance_id")
     ]
     if wrong_latent:
-        raise ComparisonError(
+        raise PairingError(
             f"{len(wrong_latent)} matched renderings belong to different latent problems in the two reports "
             f"(first: {wrong_latent[0]}): they were not computed on the same dataset"
         )
@@ -88,7 +88,7 @@ def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
     # What is compared is the mean over all the model repeats behind each value: samples × repeats per sample.
     new_avg, base_avg = new_r * _per_answer(new), base_r * _per_answer(baseline)
     if new_avg != base_avg:
-        raise ComparisonError(
+        raise PairingError(
             f"the baseline averages {base_avg} repeat{'s' if base_avg != 1 else ''} per rendering and this run "
             f"{new_avg}: the OVL of a repeat mean depends on the number of repeats (averaging more repeats removes "
             "noise, so the same model scores higher), so only recordings averaging as many repeats compare"
@@ -113,13 +113,13 @@ def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
 def _items_by_id(report: Mapping[str, Any], what: str) -> dict[str, Mapping[str, Any]]:
     items = report.get("items") if isinstance(report, Mapping) else None
     if not isinstance(items, list):
-        raise ComparisonError(f"{what} has no items[] (not a sys1cal report, or one written without items)")
+        raise PairingError(f"{what} has no items[] (not a sys1cal report, or one written without items)")
     out: dict[str, Mapping[str, Any]] = {}
     for item in items:
         if not isinstance(item, Mapping) or "instance_id" not in item or "p_star" not in item:
-            raise ComparisonError(f"{what} has an item without instance_id or p_star")
+            raise PairingError(f"{what} has an item without instance_id or p_star")
         if item["instance_id"] in out:
-            raise ComparisonError(f"{what} lists rendering {item['instance_id']} twice")
+            raise PairingError(f"{what} lists rendering {item['instance_id']} twice")
         out[item["instance_id"]] = item
     return out
 
@@ -127,7 +127,7 @@ def _items_by_id(report: Mapping[str, Any], what: str) -> dict[str, Mapping[str,
 def _repeat_count(report: Mapping[str, Any], items: list[Mapping[str, Any]], what: str) -> int:
     counts = {int(item["repeats"]) for item in items if item.get("repeats") is not None}
     if len(counts) > 1:
-        raise ComparisonError(
+        raise PairingError(
             f"{what} has renderings with different repeat counts ({', '.join(map(str, sorted(counts)))}); "
             "the OVL of a repeat mean depends on the number of repeats, so it cannot be compared item by item"
         )
@@ -135,7 +135,7 @@ def _repeat_count(report: Mapping[str, Any], items: list[Mapping[str, Any]], wha
         return counts.pop()
     if isinstance(report.get("repeats"), int):
         return int(report["repeats"])
-    raise ComparisonError(f"{what} does not say how many repeats each rendering has")
+    raise PairingError(f"{what} does not say how many repeats each rendering has")
 
 
 def _per_answer(report: Mapping[str, Any]) -> int:

@@ -12,10 +12,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..document import dataset_sha, model_source
 from ..errors import InputError
-from ..report.document import dataset_sha, model_source
 from ..vocabulary import LABELS, PRIMITIVES
-from .paired import COLUMNS, ComparisonError, pair_reports, per_repeat, per_repeat_ovl, rendering_ovl, within_variance
+from .paired import COLUMNS, PairingError, pair_reports, per_repeat, per_repeat_ovl, rendering_ovl, within_variance
 from .stats import Clusters
 from .student_t import t_ppf
 
@@ -210,7 +210,7 @@ def _from_baseline(report: Mapping[str, Any], baseline: Mapping[str, Any], primi
         )
     try:
         paired = pair_reports(report, baseline)
-    except ComparisonError as exc:
+    except PairingError as exc:
         raise PowerError(f"--baseline: {exc}") from None
     new, base = paired.new[primitive], paired.base[primitive]
     both = ~np.isnan(new) & ~np.isnan(base)

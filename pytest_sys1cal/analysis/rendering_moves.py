@@ -1,5 +1,5 @@
 """Rendering by rendering, how far each primitive moved against the baseline: D_i = OVL_new,i − OVL_base,i,
-the paired difference whose mean Δ̂ the upgrade gate tests (analysis/compare.py, docs/statistics.md §6), with
+the paired difference whose mean Δ̂ the upgrade gate tests (analysis/upgrade.py, docs/statistics.md §6), with
 both answers beside it. Sorted so that the rendering that dropped most, on any compared primitive, comes
 first: is a drop broad, or a few items of one family? Knows nothing of pytest or of thresholds.yaml."""
 
@@ -20,7 +20,7 @@ def rendering_moves(
     ``p_star``, and per primitive of `primitives` the ``baseline`` and ``new`` answer (repeat means; Score: μ_S)
     and ``d`` (D_i; null where either report did not ask it); ``worst`` is the lowest D_i of the row and
     ``worst_primitive`` its primitive (null when none was compared). Rows sorted by ``worst``, lowest first
-    (ties: the larger summed drop first, then by instance id); rows with nothing compared last. Raises ComparisonError as pair_reports does."""
+    (ties: the larger summed drop first, then by instance id); rows with nothing compared last. Raises PairingError as pair_reports does."""
     paired = pair_reports(new, baseline)
     items = {item["instance_id"]: item for item in new["items"]}
     differences = {

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..defaults import P_FLOOR
+from ..errors import MeasurementError
 from .student_t import t_ppf, t_sf
 
 # Random sign flips for the randomisation test; with few latent problems all 2^J flips are enumerated.
@@ -22,9 +23,10 @@ SIGN_FLIPS = 9999
 SIGN_FLIP_BLOCK = 65_536
 
 
-class NotEnoughData(ValueError):
-    """A statistic is undefined on this input (too few latent problems, no variation). Not an error of the run:
-    the analysis catches it where the statistic is computed, and its block says `None` and why (the message)."""
+class NotEnoughData(MeasurementError):
+    """A statistic is undefined on this input (too few latent problems, no variation): that statistic could not
+    be measured. Not an error of the run: the analysis catches it where the statistic is computed, and its block
+    says `None` and why (the message)."""
 
 
 @dataclass(frozen=True)

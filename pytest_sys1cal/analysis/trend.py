@@ -8,17 +8,17 @@ from typing import Any
 
 import numpy as np
 
+from ..defaults import UPGRADE_RESAMPLES
 from ..vocabulary import PRIMITIVES
 from .paired import COLUMNS
 from .primitives import ovl
 from .stats import Clusters
 
-RESAMPLES = 2000
 LEVEL = 0.95
 
 
 def mean_ovl_intervals(
-    items: Sequence[Mapping[str, Any]], *, seed: int, resamples: int = RESAMPLES, level: float = LEVEL
+    items: Sequence[Mapping[str, Any]], *, seed: int, resamples: int = UPGRADE_RESAMPLES, level: float = LEVEL
 ) -> dict[str, dict[str, Any]]:
     """Per primitive: `mean` OVL of the repeat means over the renderings that answered it (Table 1's mean OVL),
     `n`, `latent_problems`, and the `level` percentile interval [`lower`, `upper`] of a bootstrap that draws

@@ -9,12 +9,13 @@ import hashlib
 import sys
 from pathlib import Path
 
-from ..analysis.contamination import CONTAMINATION_RESAMPLES, DEFAULT_STRATA, check_contamination
+from ..analysis.contamination import DEFAULT_STRATA, check_contamination
 from ..analysis.contamination_sides import PUBLIC_DATASET, ContaminationError
 from ..dataset import DatasetError, resolve_path
+from ..defaults import UPGRADE_RESAMPLES
+from ..document import ReportError, dumps, read_report
 from ..errors import EXIT_INPUT
 from ..report.contamination_text import format_check
-from ..report.document import ReportError, dumps, read_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resamples",
         type=int,
-        default=CONTAMINATION_RESAMPLES,
-        help=f"bootstrap resamples (default {CONTAMINATION_RESAMPLES})",
+        default=UPGRADE_RESAMPLES,
+        help=f"bootstrap resamples (default {UPGRADE_RESAMPLES})",
     )
     parser.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     parser.add_argument(

@@ -8,8 +8,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from ..document import ReportError, read_report
 from ..errors import EXIT_INPUT
-from ..report.document import ReportError, read_report
 from ..report.html import INSTALL, HtmlUnavailable, check_available, write_html
 
 

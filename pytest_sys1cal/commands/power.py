@@ -8,8 +8,8 @@ import sys
 
 from ..analysis.power import DEFAULT_SIGMA_DELTA, DEFAULT_SIGMA_W, DESIGNS, PowerError, plan_power
 from ..argtypes import open_probability
+from ..document import ReportError, dumps, read_report
 from ..errors import EXIT_INPUT
-from ..report.document import ReportError, dumps, read_report
 from ..report.power_text import format_plan
 from ..vocabulary import PRIMITIVES
 

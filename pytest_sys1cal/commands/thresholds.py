@@ -21,12 +21,13 @@ from pathlib import Path
 import yaml
 
 from .. import __version__
+from ..defaults import RULE_MIN_RESAMPLES, RULE_RESAMPLES
+from ..document import ReportDocument, ReportError, read_report
 from ..errors import EXIT_INPUT, InputError
 from ..files import write_atomic
 from ..gates.config import parse_thresholds
 from ..gates.schema import SECTIONS, ThresholdsError
-from ..gates.thresholds_rule import DEFAULT_RESAMPLES, MIN_RESAMPLES, MIN_SLACK, RuleResult, threshold_rule
-from ..report.document import ReportDocument, ReportError, read_report
+from ..gates.thresholds_rule import MIN_SLACK, RuleResult, threshold_rule
 from ..report.thresholds_text import SETTINGS, Shape, render_section, rule_header
 from .thresholds_update import UpdateError, append, kept_settings, layout, replace_model, replace_version, unified
 
@@ -50,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resamples",
         type=int,
-        default=DEFAULT_RESAMPLES,
-        help=f"latent-problem bootstrap resamples for the SEs (default {DEFAULT_RESAMPLES}, at least {MIN_RESAMPLES})",
+        default=RULE_RESAMPLES,
+        help=f"latent-problem bootstrap resamples for the SEs (default {RULE_RESAMPLES}, at least {RULE_MIN_RESAMPLES})",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument(
@@ -82,9 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        if args.resamples < MIN_RESAMPLES:
+        if args.resamples < RULE_MIN_RESAMPLES:
             raise SectionError(
-                f"--resamples {args.resamples}: too few for a standard error; give {MIN_RESAMPLES} or more"
+                f"--resamples {args.resamples}: too few for a standard error; give {RULE_MIN_RESAMPLES} or more"
             )
         if args.seed < 0:
             raise SectionError(f"--seed {args.seed}: give a whole number ≥ 0")

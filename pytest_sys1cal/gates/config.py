@@ -12,19 +12,17 @@ from typing import Any
 
 import yaml
 
+from ..defaults import ALPHA, UPGRADE_DROP, UPGRADE_RESAMPLES
 from ..vocabulary import PRIMITIVES
 from .kinds import KINDS, Gate, kinds_in
 from .schema import (
-    DEFAULT_ALPHA,
-    DEFAULT_DROP,
-    DEFAULT_RESAMPLES,
     INCONCLUSIVE_CHOICES,
     LAMBDA_FLAGS,
     REGRESSION_MARGIN_KEYS,
     SECTIONS,
-    RegressionConfig,
     Thresholds,
     ThresholdsError,
+    UpgradeConfig,
     allowed_keys,
 )
 from .yaml_nodes import Nodes, is_null, join, line_of, node_text
@@ -38,7 +36,7 @@ class _Value:
 
 
 _Layer = dict[str, dict[str, _Value] | None]  # section → key → value; a None section clears it
-# The regression settings shared by every primitive, in RegressionConfig.set_by's names.
+# The regression settings shared by every primitive, in UpgradeConfig.set_by's names.
 SHARED = ("alpha", "resamples", "primitives", "inconclusive")
 
 
@@ -89,7 +87,7 @@ def parse_thresholds(
             layers=(),
             gates=(),
             decisions={},
-            regression=RegressionConfig(file=filename),
+            regression=UpgradeConfig(file=filename),
             notice=f"no section for model '{model}' (models in the file: {listed}); no threshold gates apply",
         )
     known = tuple(models[model][1])
@@ -128,7 +126,7 @@ class _Layers(Nodes):
                     gates.append(Gate(f"{name}.{kind.key}", kind, name, limit, given.line))
         return tuple(gates)
 
-    def build_regression(self, section: dict[str, _Value], model: str, version: str | None) -> RegressionConfig:
+    def build_regression(self, section: dict[str, _Value], model: str, version: str | None) -> UpgradeConfig:
         def get(key: str) -> _Value | None:
             value = section.get(key)
             return value if value is not None and value.value is not None else None
@@ -138,7 +136,7 @@ class _Layers(Nodes):
         for prim in PRIMITIVES:
             d = get(f"{prim}.max_drop_mean_ovl") or get("max_drop_mean_ovl")
             f = get(f"{prim}.fail_drop_mean_ovl") or get("fail_drop_mean_ovl")
-            drop[prim] = d.value if d else DEFAULT_DROP
+            drop[prim] = d.value if d else UPGRADE_DROP
             fail_drop[prim] = f.value if f else drop[prim] / 2
             set_by.update(
                 {f"{prim}.{k}": (v.path, v.line) for k, v in zip(REGRESSION_MARGIN_KEYS, (d, f), strict=True) if v}
@@ -156,9 +154,9 @@ class _Layers(Nodes):
         set_by.update(
             {k: (v.path, v.line) for k, v in zip(SHARED, (alpha, resamples, prims, inconclusive), strict=True) if v}
         )
-        return RegressionConfig(
-            alpha=alpha.value if alpha else DEFAULT_ALPHA,
-            resamples=resamples.value if resamples else DEFAULT_RESAMPLES,
+        return UpgradeConfig(
+            alpha=alpha.value if alpha else ALPHA,
+            resamples=resamples.value if resamples else UPGRADE_RESAMPLES,
             primitives=prims.value if prims else PRIMITIVES,
             drop=drop,
             fail_drop=fail_drop,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..report.document import ReportDocument
+from ..document import ReportDocument
 from ..vocabulary import Verdict
 from .rows import GateRow
 from .schema import Thresholds

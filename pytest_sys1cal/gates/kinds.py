@@ -10,14 +10,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..report.document import ReportDocument
+from ..defaults import ALPHA
+from ..document import ReportDocument
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
 from .rows import GateRow
 
 if TYPE_CHECKING:
     import yaml
-
-DEFAULT_ALPHA = 0.05  # the level of a test when thresholds.yaml names none
 
 
 class Reader(Protocol):
@@ -129,7 +128,7 @@ class LambdaTest(GateKind):
 
     def limit(self, value: Any, section: Mapping[str, Any]) -> float | None:
         alpha = section.get("alpha")
-        return (DEFAULT_ALPHA if alpha is None else alpha) if value is True else None
+        return (ALPHA if alpha is None else alpha) if value is True else None
 
     def evaluate(self, gate: Gate, report: ReportDocument) -> GateRow:
         p, reason = lookup(report, ("uncertainty", "test", "p_value"))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from ..report.document import GateJSON
+from ..document import GateJSON
 from ..vocabulary import Verdict
 
 

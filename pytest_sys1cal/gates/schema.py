@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..defaults import ALPHA, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
 from ..errors import InputError
 from ..vocabulary import PRIMITIVES
-from .kinds import DEFAULT_ALPHA, KINDS, Gate, LambdaTest, kinds_in
+from .kinds import KINDS, Gate, LambdaTest, kinds_in
 
 SECTIONS = (*PRIMITIVES, "uncertainty", "decisions", "regression")
-DEFAULT_DROP = 0.02
-DEFAULT_RESAMPLES = 2000
 
 
 class ThresholdsError(InputError):
@@ -40,17 +39,17 @@ def allowed_keys(section: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class RegressionConfig:
+class UpgradeConfig:
     """The upgrade gate's settings for one model and version, and where each came from: `set_by` maps a
     setting (``alpha``, ``resamples``, ``primitives``, ``inconclusive``, ``<p>.max_drop_mean_ovl``,
     ``<p>.fail_drop_mean_ovl``) to the key path and line of `file` that set it; a setting not in it is the
     plugin's default. `file` is None when the run has no thresholds file."""
 
-    alpha: float = DEFAULT_ALPHA
-    resamples: int = DEFAULT_RESAMPLES
+    alpha: float = ALPHA
+    resamples: int = UPGRADE_RESAMPLES
     primitives: tuple[str, ...] = PRIMITIVES
-    drop: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(PRIMITIVES, DEFAULT_DROP))
-    fail_drop: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(PRIMITIVES, DEFAULT_DROP / 2))
+    drop: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(PRIMITIVES, UPGRADE_DROP))
+    fail_drop: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(PRIMITIVES, UPGRADE_FAIL_DROP))
     inconclusive: str = INCONCLUSIVE_CHOICES[0]
     # Where the settings came from, not what they are: two configs with equal settings compare equal.
     file: str | None = field(default=None, compare=False)
@@ -67,7 +66,7 @@ class Thresholds:
     layers: tuple[str, ...]  # what was applied: ("jev",) or ("jev", "jev[jev-1.14.0]"); () when none
     gates: tuple[Gate, ...]
     decisions: Mapping[str, float]
-    regression: RegressionConfig
+    regression: UpgradeConfig
     versions: tuple[str, ...] = ()  # version keys present under this model
     notice: str | None = None  # why nothing applies (no section for this model), for the summary
     lines: Mapping[str, int] = field(default_factory=dict)  # each layer's key line in the file

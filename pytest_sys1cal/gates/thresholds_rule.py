@@ -42,6 +42,7 @@ from ..analysis.latent import ROUNDING
 from ..analysis.primitives import primitive_probabilities
 from ..analysis.stats import Clusters
 from ..analysis.student_t import t_ppf
+from ..defaults import RULE_MIN_RESAMPLES, RULE_RESAMPLES
 from ..vocabulary import PRIMITIVES
 from .rule_statistics import CHOICE_GATES, PRIMITIVE_GATES, REPEAT_RESAMPLES, repeat_spread, statistics
 from .rule_statistics import weighted_median as _weighted_median  # noqa: F401  (the tests check it here)
@@ -51,8 +52,6 @@ SES = 2.0  # how many problem-bootstrap standard errors a limit sits from the me
 REPEAT_Z = 3.0  # how many SEs of the difference of two recordings (√2 × one recording's repeat SE), at least
 MIN_SLACK = 0.01  # the least distance of a limit from the measured value
 LAMBDA_ALPHA = 0.01  # the level of the λ gate the rule writes (the shipped file's)
-DEFAULT_RESAMPLES = 500
-MIN_RESAMPLES = 20
 __all__ = ["CHOICE_GATES", "PRIMITIVE_GATES", "Limit", "LambdaRule", "RuleResult", "threshold_rule"]
 
 
@@ -102,15 +101,15 @@ class RuleResult:
 def threshold_rule(
     items: Sequence[Mapping[str, Any]],
     *,
-    resamples: int = DEFAULT_RESAMPLES,
+    resamples: int = RULE_RESAMPLES,
     seed: int = 0,
     min_slack: float = MIN_SLACK,
     repeat_resamples: int = REPEAT_RESAMPLES,
 ) -> RuleResult:
     """The limits the rule gives for a run's items (a report's ``items``). Raises ValueError when there is
-    nothing to resample (fewer than 2 latent problems), resamples < MIN_RESAMPLES or a negative slack."""
-    if resamples < MIN_RESAMPLES:
-        raise ValueError(f"resamples must be at least {MIN_RESAMPLES}, got {resamples}")
+    nothing to resample (fewer than 2 latent problems), resamples < RULE_MIN_RESAMPLES or a negative slack."""
+    if resamples < RULE_MIN_RESAMPLES:
+        raise ValueError(f"resamples must be at least {RULE_MIN_RESAMPLES}, got {resamples}")
     if not 0 <= min_slack < 1:
         raise ValueError(f"the minimum slack must be in [0, 1), got {min_slack}")
     table = aggregate_items(items)

@@ -1,145 +1,133 @@
-"""The upgrade verdict: the report's top-level ``comparison`` block, written only when a baseline is in force.
-It says what was compared (both versions, where the baseline came from) and how it ended, in one line every
-renderer leads with (``upgrade jev-1.13.0 → jev-1.14.0: FAILED (Noul Δ −0.082, Score Δ −0.065 shown worse;
-Choice passed)``); the absolute gates of thresholds.yaml keep a line of their own beside it; and every paired
-rendering, the one that dropped most first, with the node id that re-runs it (docs/report.md)."""
+"""The upgrade gate: this run's mean OVL per primitive against a baseline report, paired by rendering
+(analysis/upgrade.py), as gate rows."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any
 
-from ..report.document import (
-    AbsoluteGates,
-    BaselineSide,
-    ComparedSide,
-    Comparison,
-    MovedRendering,
-    PrimitiveComparison,
-    ReportDocument,
-)
-from ..vocabulary import LABELS, PRIMITIVES, Verdict
-from .rows import GateRow, Outcome, is_tolerated, outcome
-
-REGRESSION = "regression."  # the name prefix of the upgrade gate's rows
-# The upgrade's verdict from its rows' outcome (gates/rows.py decides it, as for the whole run).
-VERDICTS = {
-    Outcome.FAILED: Verdict.FAILED,
-    Outcome.UNDECIDED: Verdict.INCONCLUSIVE,
-    Outcome.PASSED: Verdict.PASSED,
-    Outcome.NONE: Verdict.NOT_MEASURED,
-}
-_KEPT = ("n", "baseline", "new", "difference", "lower", "lower_level", "upper", "upper_level", "reason")
+from ..document import ReportDocument
+from ..errors import InputError
+from ..vocabulary import PRIMITIVES, REPORT_SCHEMA, Verdict
+from .rows import GateRow
+from .schema import Thresholds, UpgradeConfig
+from .upgrade_margins import inconclusive_setting, margins_details
 
 
-def is_upgrade(gate: GateRow) -> bool:
-    return gate.name.startswith(REGRESSION)
+class UpgradeError(InputError):
+    """The baseline cannot be compared with this run (not a report, other dataset, other repeat count)."""
 
 
-def comparison_block(
-    report: ReportDocument,
-    gates: Sequence[GateRow],
-    baseline: ReportDocument,
-    *,
-    origin: str,
-    location: str,
-    node_ids: Mapping[str, str] | None = None,
-) -> Comparison:
-    """The ``comparison`` block of `report` (its gates `gates` judged, the upgrade rows among them) against the
-    `baseline` report, which came from `origin` at `location`; `node_ids`: instance id → the node id that
-    re-runs the rendering (None: not known, e.g. a report assembled outside a pytest run)."""
-    from ..analysis.rendering_moves import rendering_moves
-
-    upgrade = [gate for gate in gates if is_upgrade(gate)]
-    primitives = {gate.name.split(".")[1]: _primitive(gate) for gate in upgrade}
-    verdict = VERDICTS[outcome(upgrade)]
-    base, new = baseline["model"], report["model"]
-    candidate: ComparedSide = {"model": new["name"], "version": new["version"], "source": new.get("source")}
-    side: BaselineSide = {
-        "model": base.get("name", ""),
-        "version": base.get("version", ""),
-        "source": base.get("source"),
-        "origin": origin,
-        "location": location,
-    }
-    compared = [prim for prim in PRIMITIVES if primitives.get(prim, {}).get("difference") is not None]
-    moves: list[Any] = rendering_moves(report, baseline, compared)
-    for row in moves:
-        row["node_id"] = (node_ids or {}).get(row["instance_id"])
-    paired = next((int((gate.details or {}).get("matched", 0)) for gate in upgrade), len(moves))
-    said = decided_by(verdict, primitives)
-    return {
-        "headline": f"{compared_names(side, candidate)}: {verdict}" + (f" ({said})" if said else ""),
-        "summary": said,
-        "verdict": verdict,
-        "baseline": side,
-        "candidate": candidate,
-        "paired": paired,
-        "primitives": primitives,
-        "absolute_gates": absolute_gates([gate for gate in gates if not is_upgrade(gate)]),
-        "renderings": [_ordered(row) for row in moves],
-    }
-
-
-def _primitive(gate: GateRow) -> PrimitiveComparison:
-    details = gate.details or {}
-    out: dict[str, Any] = {"verdict": str(gate.verdict)}
-    out.update({key: details[key] for key in _KEPT if key in details})
-    out.update(margin=details.get("margin"), fail_margin=details.get("fail_margin"), tolerated=is_tolerated(gate))
-    return cast(PrimitiveComparison, out)
-
-
-def _ordered(row: Mapping[str, Any]) -> MovedRendering:
-    keys = ("instance_id", "family", "representation", "p_star", "node_id", "baseline", "new", "d", "worst")
-    return cast(MovedRendering, {**{key: row[key] for key in keys}, "worst_primitive": row["worst_primitive"]})
-
-
-def signed(value: float) -> str:
-    """A difference as the verdict line writes it: three decimals, its sign always, a true minus sign."""
-    return f"{value:+.3f}".replace("-", "−")
-
-
-def side_name(side: Mapping[str, Any], other: Mapping[str, Any]) -> str:
-    """A side's version, with its model when the two sides are of different models."""
-    return side["version"] if side["model"] == other["model"] else f"{side['model']} {side['version']}"
-
-
-def compared_names(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> str:
-    """``upgrade <baseline> → <candidate>``: the headline's first part."""
-    return f"upgrade {side_name(baseline, candidate)} → {side_name(candidate, baseline)}"
-
-
-def decided_by(verdict: str, primitives: Mapping[str, Any]) -> str:
-    """What decided the verdict, per primitive, each Δ̂ where it counts: "Noul Δ −0.082 shown worse; Choice
-    passed" (the headline's part in brackets)."""
-    groups: dict[str, list[str]] = {}
-    for prim, row in primitives.items():
-        label = LABELS.get(prim, prim)
-        if row["verdict"] == Verdict.INCONCLUSIVE and row.get("tolerated"):
-            key = "inconclusive, let pass by regression.inconclusive: pass"
-        else:
-            key = {Verdict.FAILED: "shown worse", Verdict.PASSED: "passed"}.get(row["verdict"], row["verdict"])
-        shown = key != "passed" or verdict == Verdict.PASSED
-        groups.setdefault(key, []).append(
-            f"{label} Δ {signed(row['difference'])}" if shown and row.get("difference") is not None else label
+def check_baseline(baseline: Any, dataset_sha256: str | None, baseline_name: str) -> None:
+    """Refuse a baseline that is not a report, or was computed on another dataset (renderings must pair)."""
+    if not isinstance(baseline, Mapping) or baseline.get("schema") != REPORT_SCHEMA:
+        found = baseline.get("schema") if isinstance(baseline, Mapping) else type(baseline).__name__
+        raise UpgradeError(f"{baseline_name}: not a {REPORT_SCHEMA} report (schema: {found!r})")
+    theirs = (baseline.get("dataset") or {}).get("sha256")
+    if dataset_sha256 != theirs:
+        raise UpgradeError(
+            f"{baseline_name} was computed on dataset sha256 {theirs}, this run on sha256 {dataset_sha256}; a paired "
+            "comparison needs the same renderings, so record the baseline on this dataset"
         )
-    if verdict == Verdict.PASSED and "passed" in groups:
-        groups["shown within the margin"] = groups.pop("passed")
-    order = ["shown worse", "inconclusive", "shown within the margin", "passed"]
-    parts = sorted(groups.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
-    return "; ".join(f"{', '.join(names)} {key}" for key, names in parts)
 
 
-def absolute_gates(gates: Sequence[GateRow]) -> AbsoluteGates:
-    """The thresholds.yaml gates in one line: ``absolute gates: 10 of 21 FAILED`` (or passed, or their verdicts)."""
-    verdicts: dict[str, int] = {}
-    for gate in gates:
-        verdicts[str(gate.verdict)] = verdicts.get(str(gate.verdict), 0) + 1
-    total = len(gates)
-    if not total:
-        said = "none in force"
-    elif Verdict.FAILED in verdicts:
-        said = f"{verdicts[Verdict.FAILED]} of {total} FAILED"
+def evaluate_upgrade(
+    thresholds: Thresholds | UpgradeConfig | None,
+    report: ReportDocument,
+    baseline_report: ReportDocument,
+    seed: int = 0,
+    *,
+    baseline_name: str = "the baseline",
+) -> list[GateRow]:
+    """Rows of the upgrade gate: per gated primitive, mean OVL of this run against the baseline, paired by
+    rendering, with verdict "passed", "FAILED", "inconclusive" or "not measured". Each row adds
+    ``baseline``, ``new`` (mean OVL over the paired renderings) and ``details`` (the full comparison).
+
+    Raises UpgradeError when the baseline is not a report, was computed on another dataset, or has a
+    different number of repeats per rendering."""
+    from ..analysis.paired import PairingError
+    from ..analysis.upgrade import Margin, compare_reports
+
+    config = thresholds.regression if isinstance(thresholds, Thresholds) else thresholds or UpgradeConfig()
+    check_baseline(baseline_report, (report.get("dataset") or {}).get("sha256"), baseline_name)
+    margins = {p: Margin(config.drop[p], config.fail_drop[p]) for p in PRIMITIVES}
+    try:
+        comparison = compare_reports(
+            report,
+            baseline_report,
+            margins=margins,
+            alpha=config.alpha,
+            seed=seed,
+            resamples=config.resamples,
+            primitives=config.primitives,
+        )
+    except PairingError as exc:
+        raise UpgradeError(f"{baseline_name}: {exc}") from None
+    model = report.get("model") or {}
+    return [_upgrade_row(prim, m, comparison, config, model) for prim, m in comparison["metrics"].items()]
+
+
+def _upgrade_row(
+    prim: str, m: Mapping[str, Any], comparison: Mapping[str, Any], config: UpgradeConfig, model: Mapping[str, Any]
+) -> GateRow:
+    verdict = Verdict(m["verdict"])
+    margins = margins_details(config, prim, model)
+    tolerated = verdict == Verdict.INCONCLUSIVE and config.inconclusive == "pass"
+    explanation = _explanation(verdict, m)
+    if tolerated:
+        explanation += f" Let pass by regression.inconclusive: pass ({inconclusive_setting(margins)})."
+    details = {
+        **m,
+        "margins": margins,
+        "matched": comparison["matched"],
+        "only_in_new": comparison["only_in_new"],
+        "only_in_baseline": comparison["only_in_baseline"],
+        "repeats": comparison["repeats"],
+        "resamples": comparison["resamples"],
+        "seed": comparison["seed"],
+    }
+    return GateRow(
+        name=f"regression.{prim}.mean_ovl",
+        metric=f"primitives.{prim}.mean_ovl (new − baseline, paired)",
+        observed=m["difference"],
+        limit=-m["margin"],
+        verdict=verdict,
+        explanation=explanation,
+        baseline=m["baseline"],
+        new=m["new"],
+        details=details,
+        tolerated=tolerated,
+    )
+
+
+def _explanation(verdict: Verdict, m: Mapping[str, Any]) -> str:
+    if verdict == Verdict.NOT_MEASURED:
+        return f"{m['label']} was not compared: {m['reason']}."
+    head = (
+        f"{m['label']} {m['new']:.3f} vs baseline {m['baseline']:.3f} on {m['n']} paired renderings: "
+        f"Δ = {m['difference']:+.4f}"
+    )
+    lower = f"one-sided {_level(m['lower_level'])} lower bound {m['lower']:+.4f}"
+    upper = f"one-sided {_level(m['upper_level'])} upper bound {m['upper']:+.4f}"
+    if verdict == Verdict.FAILED:
+        text = (
+            f"{head}; its {upper} is below -{m['fail_margin']:g}, so the drop is real and larger than the "
+            f"{m['fail_margin']:g} tolerated."
+        )
+    elif verdict == Verdict.PASSED:
+        text = f"{head}; its {lower} is above -{m['margin']:g}, so any drop is within the margin {m['margin']:g}."
     else:
-        said = ", ".join(f"{count} of {total} {verdict}" for verdict, count in verdicts.items())
-    return {"total": total, "verdicts": verdicts, "outcome": str(outcome(gates)), "line": f"absolute gates: {said}"}
+        text = (
+            f"{head}; neither shown within the margin ({lower} is not above -{m['margin']:g}) nor shown worse "
+            f"({upper} is not below -{m['fail_margin']:g}). {_capital(m['advice']['text'])}."
+        )
+    return text
+
+
+def _level(level: float) -> str:
+    text = f"{100 * level:.1f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .document import model_and_version
+from ..document import model_and_version
 from .table import aligned
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..analysis.calibration import BINS, equal_width_bins
 from ..analysis.latent import uncertain_mass
 from ..analysis.paired import column
-from .document import ANSWER_COLUMNS, ReportDocument
+from ..document import ANSWER_COLUMNS, ReportDocument
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ the ones that have something to show. Imported only for ``--sys1cal-html`` (and 
 
 from __future__ import annotations
 
-from .document import ReportDocument
+from ..document import ReportDocument
 from .figures import (
     Inputs,
     Rendered,

@@ -18,8 +18,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..document import ReportDocument
 from ..vocabulary import LABELS, PRIMITIVES
-from .document import ReportDocument
 from .figure_data import Columns, latent_curve, latent_ranges, reliability
 
 COLORS = {"noul": "#1f77b4", "choice": "#d95f02", "score": "#1b9e77"}

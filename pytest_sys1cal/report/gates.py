@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..gates.margins import margins_phrase
+from ..document import GateJSON, ReportDocument
 from ..gates.rows import GateRow, Outcome, is_tolerated, outcome
+from ..gates.upgrade_margins import margins_phrase
 from ..vocabulary import Verdict
-from .document import GateJSON, ReportDocument
 from .table import Table, fmt
 
 

@@ -15,11 +15,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ..document import ReportDocument, dumps
 from ..errors import InputError
+from ..escape import html_text as escape  # markup and control characters: data (escape.py)
 from ..files import write_atomic
 from ..vocabulary import PRIMITIVES, Verdict
-from .document import ReportDocument, dumps
-from .escape import html_text as escape  # markup and control characters: data (escape.py)
 from .gates import headline
 from .interrupted import interrupted_line, selected
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from html import escape
 
+from ..document import Comparison, ReportDocument
 from ..vocabulary import LABELS
-from .document import Comparison, ReportDocument
 from .upgrade_text import (
     MOVES_NOTE,
     answer_cell,

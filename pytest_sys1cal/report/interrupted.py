@@ -3,7 +3,7 @@ it got through its selection (the report's ``interrupted`` block, docs/report.md
 
 from __future__ import annotations
 
-from .document import ReportDocument
+from ..document import ReportDocument
 
 
 def selected(result: ReportDocument) -> int:

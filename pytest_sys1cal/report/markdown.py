@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from ..document import ReportDocument
+from ..escape import code_span, markdown_text
 from .breakdown_tables import family_delta_table
-from .document import ReportDocument
-from .escape import code_span, markdown_text
 from .gates import comparison_table, gate_table, headline
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..document import ReportDocument
 from .breakdown_tables import by_family_table, by_representation_table
-from .document import ReportDocument
 from .recalibration_table import recalibration_table
 from .table import Table, fmt, fmt_interval, fmt_p, fmt_t
 

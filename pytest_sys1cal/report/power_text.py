@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.power import SMALL
-from .document import model_and_version
+from ..document import model_and_version
 from .table import aligned
 
 

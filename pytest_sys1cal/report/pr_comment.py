@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..document import ReportDocument
+from ..escape import code_span
+from ..escape import markdown_text as md  # text from the report is data (escape.py)
 from ..vocabulary import Verdict
-from .document import ReportDocument
-from .escape import code_span
-from .escape import markdown_text as md  # text from the report is data (escape.py)
 from .gates import headline
 from .markdown import ICONS, coded_ids, html_link, measured, without_machine_paths
 from .table import Table, markdown

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .document import ReportDocument
+from ..document import ReportDocument
 from .table import Table, fmt
 
 TITLE = "Readout: raw vs threshold fitted on one half of the latent problems, scored on the held-out half"

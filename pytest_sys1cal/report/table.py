@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..defaults import P_FLOOR
-from .escape import Code, markdown_text
+from ..escape import Code, markdown_text
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..document import GateJSON, ReportDocument
 from ..vocabulary import Verdict
 from .breakdown_tables import family_delta_table
-from .document import GateJSON, ReportDocument
 from .gates import comparison_table, gate_table
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables

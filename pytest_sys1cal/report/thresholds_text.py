@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from ..gates.schema import DEFAULT_ALPHA, DEFAULT_DROP, DEFAULT_RESAMPLES, LAMBDA_FLAGS
+from ..defaults import ALPHA, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
+from ..gates.schema import LAMBDA_FLAGS
 from ..gates.thresholds_rule import REPEAT_Z, SES, STEP, LambdaRule, Limit, RuleResult
 from ..vocabulary import PRIMITIVES
 
@@ -147,11 +148,11 @@ def _settings(costs: Mapping[str, float], shape: Shape, level: int) -> list[str]
             "# The upgrade gate against --sys1cal-baseline, the plugin's defaults written out (python -m pytest_sys1cal",
             "# docs thresholds): passed when the drop in mean OVL is shown to be below max_drop_mean_ovl, FAILED when",
             "# shown above fail_drop_mean_ovl, Holm across the primitives at alpha.",
-            f"alpha: {DEFAULT_ALPHA:g}",
-            f"max_drop_mean_ovl: {DEFAULT_DROP:g}",
-            f"fail_drop_mean_ovl: {DEFAULT_DROP / 2:g}",
+            f"alpha: {ALPHA:g}",
+            f"max_drop_mean_ovl: {UPGRADE_DROP:g}",
+            f"fail_drop_mean_ovl: {UPGRADE_FAIL_DROP:g}",
             f"primitives: [{', '.join(PRIMITIVES)}]",
-            f"resamples: {DEFAULT_RESAMPLES}",
+            f"resamples: {UPGRADE_RESAMPLES}",
         ],
     }
     lines = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .escape import html_text as escape  # markup and control characters: data (escape.py)
+from ..escape import html_text as escape  # markup and control characters: data (escape.py)
 from .html import figure_html, page, table_html
 from .trend_text import header, tables
 

@@ -1,15 +1,15 @@
 """The upgrade verdict as every renderer says it (terminal, job summary, pull-request comment, HTML): where the
 baseline came from, the Δ table with its bounds and margins, and the renderings that moved most, from the
-report's ``comparison`` block alone (gates/upgrade.py writes it; docs/report.md says what each key means)."""
+report's ``comparison`` block alone (gates/upgrade_verdict.py writes it; docs/report.md says what each key means)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from ..gates.upgrade import compared_names
+from ..document import Comparison, ReportDocument
+from ..gates.upgrade_verdict import compared_names
 from ..vocabulary import LABELS, Verdict
-from .document import Comparison, ReportDocument
 from .table import Table, fmt
 
 TERMINAL_TOP, SUMMARY_TOP = 5, 10  # renderings listed in the terminal, in the job summary and the comment

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from ..dataset import BUNDLED, Dataset, Rendering
 from ..models.base import ModelAdapter
-from ..options import Settings, argument
 from ..redact import strip_userinfo
 from ..store.folder import CassetteFolder, folders_under, restore_from_git
 from ..store.lfs import ADVICE, is_pointer
 from .node_ids import node_id
+from .options import Settings, argument
 
 
 class Advice:

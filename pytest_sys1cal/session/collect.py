@@ -14,9 +14,9 @@ import pytest
 
 from ..dataset import Dataset, Rendering
 from ..errors import MeasurementError
+from ..escape import one_line
 from ..gates.rows import GateRow, passes
 from ..measure import Measurer
-from ..report.escape import one_line
 from ..results import ResultRow
 from .node_ids import SUITE, item_name
 

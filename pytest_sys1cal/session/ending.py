@@ -10,8 +10,8 @@ import traceback
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..escape import one_line
 from ..measure import Measurer, index_lines
-from ..report.escape import one_line
 from ..report.terminal import RED, Line, summary_lines
 from ..run_report import Report, RunFacts, build_report, partial_run
 from ..store import replay_index
@@ -21,7 +21,7 @@ from .node_ids import node_id
 from .signals import SIGTERM, Terminated, signal_name
 
 if TYPE_CHECKING:
-    from ..run import Sys1CalRun
+    from .run import Sys1CalRun
 
 
 def finish(run: Sys1CalRun) -> None:
@@ -53,7 +53,7 @@ def finish(run: Sys1CalRun) -> None:
         else:
             lines.append(("(run with -v for the traceback)", {}))
     run.signals.phase = "after"
-    # Each entry one terminal line, whatever a server's words in it hold (report/escape.py).
+    # Each entry one terminal line, whatever a server's words in it hold (escape.py).
     run.summary = [(one_line(run.redactor.text(text)), markup) for text, markup in lines]
 
 

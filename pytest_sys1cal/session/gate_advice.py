@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..bundled import REFERENCE_MODEL
-from ..options import THRESHOLDS_FILE, argument
 from ..store.folder import folders_under
 from ..versions.replay import natural_key
+from .options import THRESHOLDS_FILE, argument
 
 if TYPE_CHECKING:
     from ..gates.schema import Thresholds

@@ -12,11 +12,9 @@ import pytest
 
 from ..dataset import Rendering
 from ..errors import usage_errors
-from ..options import WORKERINPUT_KEY, Settings, resolve_settings
+from ..escape import one_line
 from ..redact import redact_log_records
-from ..report.escape import one_line
 from ..results import ResultRow
-from ..run import Sys1CalRun
 from ..store import replay_index
 from ..store.answers import unchecked_notice
 from ..vocabulary import Verdict
@@ -24,6 +22,8 @@ from .collect import MARKER, collect_suite, gate_reports, mark_upgrade, renderin
 from .ending import finish
 from .interruption import mark_junit, reason_of, showable
 from .node_ids import select_renderings, take_node_ids
+from .options import WORKERINPUT_KEY, Settings, resolve_settings
+from .run import Sys1CalRun
 from .signals import worker_pid
 
 

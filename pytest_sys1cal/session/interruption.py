@@ -22,7 +22,7 @@ import pytest
 from ..report.terminal import RED, Line
 
 if TYPE_CHECKING:
-    from ..report.document import ReportDocument
+    from ..document import ReportDocument
 
 NODEID = "sys1cal::interrupted"
 PROPERTY = "sys1cal_interrupted"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..dataset import Dataset, Rendering
 from ..errors import InputError
-from ..options import argument
+from .options import argument
 
 SUITE = "sys1cal"  # the node id of the collector holding the items, where a test file's path would stand
 

@@ -20,17 +20,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..document import ReportDocument
 from ..errors import InputError
 from ..files import cannot_create_in, write_atomic
-from ..report.document import ReportDocument
 from ..report.terminal import RED, Line
 from ..vocabulary import REPORT_SCHEMA
 from .signals import signal_name
 
 if TYPE_CHECKING:
-    from ..options import Settings
     from ..redact import Redactor
     from ..run_report import Baseline, Report
+    from .options import Settings
 
 # (what, the option that named it, its path, how to draw it)
 Document = tuple[str, str, Path, Callable[[], str]]
@@ -145,7 +145,7 @@ class Outputs:
         return lines
 
     def _documents(self, report: Report, baseline: Baseline | None) -> list[Document]:
-        from ..report.document import dumps
+        from ..document import dumps
 
         documents: list[Document] = []
         if self.settings.report is not None:

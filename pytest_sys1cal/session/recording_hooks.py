@@ -15,19 +15,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from ..errors import usage_errors
-from ..options import flag
+from ..escape import one_line
 from ..recording.engine import Engine
 from ..recording.plan import Plan, make_plan
 from ..recording.policy import Limits
-from ..report.escape import one_line
 from .collect import renderings_of, renderings_of_nodeids
+from .options import flag
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
     from ..measure import Measurer
     from ..models.base import ModelAdapter
-    from ..options import Settings
     from ..redact import Redactor
+    from .options import Settings
 
 PROGRESS_EVERY = 10.0  # seconds between progress lines
 

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from .. import __version__
 from ..files import write_atomic
 from ..results import ResultRow
+from ..vocabulary import REPLAY_INDEX_SCHEMA
 from .answers import ANSWERS
 from .cassette import cassette_name
 from .manifest import MANIFEST
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 INDEX = "replay-index.tsv"
 MANIFEST_FIELD = "replay_index"  # the manifest's field: sha256 of the index file
-SCHEMA = 1
 HEADER = "# sys1cal replay index "  # then the stamp as JSON: the first line
 
 
@@ -113,7 +113,7 @@ def stamp(adapter: ModelAdapter, question_ids: Sequence[str], repeats: int) -> d
     if code is None:
         return None
     return {
-        "schema": SCHEMA,
+        "schema": REPLAY_INDEX_SCHEMA,
         "plugin": __version__,
         "code": code,
         "adapter": f"{kind.__module__}.{kind.__qualname__}",

@@ -1,5 +1,5 @@
 """Replaying one recorded version folder offline, outside a pytest run: the version folder as the upgrade
-gate's baseline (baseline.py) and every version of a model side by side (trend.py) both come through here.
+gate's baseline (upgrade_baseline.py) and every version of a model side by side (trend.py) both come through here.
 
 Pure of the run's glue: it imports no pytest, options or advice, and replays through the `Measurer` exactly
 as a run does (the fast byte-equal path first; vcrpy's matchers, imported lazily inside measure.py, only for

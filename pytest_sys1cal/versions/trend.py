@@ -2,7 +2,7 @@
 version replayed offline (replay.py) into the report its own run would build, summarised in one row (mean
 OVL per primitive with a latent-problem bootstrap interval, swap shift, the valid λ test, the gates' outcome
 under thresholds.yaml for that version), and each pair of consecutive versions compared as the upgrade gate
-would compare them (gates/regression.py, the newer version's regression settings).
+would compare them (gates/upgrade.py, the newer version's upgrade settings).
 
 The result is one JSON-able document that the renderers (report/trend_text.py, report/trend_html.py) read.
 No pytest here: the command that calls it imports none.
@@ -17,17 +17,15 @@ from typing import Any
 
 from ..dataset import Dataset
 from ..defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
+from ..document import ReportDocument
 from ..errors import InputError, MeasurementError
-from ..gates.regression import BaselineError, evaluate_regression
 from ..gates.rows import GateRow, Outcome, outcome
 from ..gates.schema import Thresholds
+from ..gates.upgrade import UpgradeError, evaluate_upgrade
 from ..models import BUILTIN_ADAPTERS, make_adapter
-from ..report.document import ReportDocument
-from ..vocabulary import PRIMITIVES, Verdict
-from .baseline import averaged_repeats
+from ..vocabulary import PRIMITIVES, TREND_SCHEMA, Verdict
 from .replay import open_version, recorded_dataset, replay_folder, replayed_repeats, version_folders, version_report
-
-SCHEMA = "sys1cal-trend/1"
+from .upgrade_baseline import averaged_repeats
 
 # (version, index, count) when a version starts, then (renderings done, in all, failed) as it replays.
 Started = Callable[[str, int, int], None]
@@ -75,7 +73,7 @@ def build_trend(
     steps = [_step(inputs, old, new, reports) for old, new in zip(versions, versions[1:], strict=False)]
     dataset = inputs.dataset
     return {
-        "schema": SCHEMA,
+        "schema": TREND_SCHEMA,
         "model": inputs.model,
         "cassettes": str(inputs.root / inputs.model),
         "dataset": {"name": dataset.name, "sha256": dataset.sha256, "renderings": len(dataset.renderings)},
@@ -175,10 +173,10 @@ def _step(inputs: TrendInputs, old: str, new: str, reports: Mapping[str, Replaye
             "on how many repeats it averages, so only recordings averaging as many compare",
         }
     try:
-        rows = evaluate_regression(
+        rows = evaluate_upgrade(
             thresholds.regression if thresholds else None, data, base, seed=inputs.seed, baseline_name=old
         )
-    except BaselineError as exc:
+    except UpgradeError as exc:
         return {**step, "reason": str(exc)}
     from ..gates.evaluate import unmeasured_fails
 

@@ -68,4 +68,4 @@ def published_items() -> list[dict]:
 
 @pytest.fixture(scope="session")
 def published(published_items: list[dict]) -> dict:
-    return analyze(published_items)
+    return analyze(published_items, bootstrap=1000)  # the paper-comparison tests read 1,000-resample intervals

@@ -19,7 +19,7 @@ from pytest_sys1cal.analysis.items import aggregate_items
 from pytest_sys1cal.analysis.stats import Clusters
 from pytest_sys1cal.gates.evaluate import evaluate
 from pytest_sys1cal.gates.kinds import KINDS, Gate
-from pytest_sys1cal.gates.schema import RegressionConfig, Thresholds
+from pytest_sys1cal.gates.schema import Thresholds, UpgradeConfig
 from pytest_sys1cal.gates.thresholds_rule import (
     CHOICE_GATES,
     PRIMITIVE_GATES,
@@ -39,7 +39,7 @@ def golden(name: str) -> dict[str, Any]:
 def observed(report: dict[str, Any], prim: str, key: str) -> float | None:
     """The value the plugin's gate reads from a report, through the gate code itself."""
     gate = Gate(f"{prim}.{key}", KINDS[key], prim, 0.5, 1)
-    thresholds = Thresholds("t", "m", None, ("m",), (gate,), {}, RegressionConfig())
+    thresholds = Thresholds("t", "m", None, ("m",), (gate,), {}, UpgradeConfig())
     return evaluate(thresholds, report)[0].observed
 
 

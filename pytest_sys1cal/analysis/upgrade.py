@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from ..defaults import UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
 from .paired import Paired, holm, pair_reports, per_repeat_ovl, within_variance
 from .primitives import ovl
 from .stats import Clusters
 
-RESAMPLES = 2000
 POWER = 0.8  # of the sample-size advice for inconclusive verdicts
 GROUP_LEVEL = 0.95  # per-family two-sided percentile intervals, one per cell, not corrected for the number of cells
 _NORMAL = NormalDist()
@@ -29,8 +29,8 @@ class Margin:
     """drop: δ, the largest drop in mean OVL still accepted (PASS needs lower bound > −δ).
     fail_drop: δ₀, the drop that must be shown to FAIL (upper bound < −δ₀); 0 fails on any significant drop."""
 
-    drop: float = 0.02
-    fail_drop: float = 0.01
+    drop: float = UPGRADE_DROP
+    fail_drop: float = UPGRADE_FAIL_DROP
 
     def __post_init__(self) -> None:
         if not (0 <= self.fail_drop <= self.drop <= 1):
@@ -44,7 +44,7 @@ def compare_reports(
     margins: Mapping[str, Margin] | None = None,
     alpha: float = 0.05,
     seed: int = 0,
-    resamples: int = RESAMPLES,
+    resamples: int = UPGRADE_RESAMPLES,
     primitives: Iterable[str] = PRIMITIVES,
 ) -> dict[str, Any]:
     """Compare mean OVL per primitive, new − baseline, paired by rendering. JSON-able (no NaN).
@@ -281,7 +281,7 @@ def group_differences(
     new run, their difference Δ, and its bootstrap SE and 95% interval.
 
     d: per rendering OVL_new − OVL_base (0 where not paired); both: paired; counts: (B, J) latent-problem
-    multiplicities of compare.py's bootstrap. A group's Δ in one resample is the ratio of its resampled
+    multiplicities of the upgrade comparison's bootstrap. A group's Δ in one resample is the ratio of its resampled
     sums, as for the whole dataset; resamples that drew none of its latent problems are left out
     (``resamples`` says how many remain). None when an item has no group (a report without ``family``)."""
     if any(group is None for group in groups):

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..vocabulary import LABELS, Verdict
 from .rows import GateRow, is_tolerated
-from .schema import RegressionConfig
+from .schema import UpgradeConfig
 
 # A comparison's settings, as thresholds.yaml names them.
 SETTINGS = ("max_drop_mean_ovl", "fail_drop_mean_ovl", "alpha", "inconclusive")
@@ -24,7 +24,7 @@ def _section(path: str) -> str:
     return path[: start + len(".regression")] if start >= 0 else path
 
 
-def margins_details(config: RegressionConfig, prim: str, model: Mapping[str, Any]) -> dict[str, Any]:
+def margins_details(config: UpgradeConfig, prim: str, model: Mapping[str, Any]) -> dict[str, Any]:
     """``details.margins`` of `prim`'s upgrade-gate row: the values in force and, per setting, the key path and
     line of the thresholds file that set it (null: the plugin's default), with `text` saying it in words."""
     values = {
@@ -85,7 +85,7 @@ def inconclusive_setting(margins: Mapping[str, Any]) -> str:
     return f"{margins.get('file')}:{where['line']} {where['path']}" if where else "regression.inconclusive"
 
 
-def regression_notices(gates: Iterable[GateRow]) -> list[str]:
+def upgrade_notices(gates: Iterable[GateRow]) -> list[str]:
     """The notices of the upgrade gate: comparisons let pass while inconclusive, comparisons too noisy for
     their margins."""
     rows = [gate for gate in gates if gate.name.startswith("regression.") and gate.details]

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
 
-from .. import __version__
-from ..errors import InputError
-from ..vocabulary import REPORT_SCHEMA
+from . import __version__
+from .errors import InputError
+from .vocabulary import REPORT_SCHEMA
 
 # Per primitive, the item column holding its answer (the repeat mean; Score: its expectation μ_S).
 ANSWER_COLUMNS = {"noul": "p_noul", "choice": "p_choice", "score": "mu_score"}
@@ -264,7 +264,7 @@ class MovedRendering(TypedDict):
 
 
 class Comparison(TypedDict):
-    """The top-level ``comparison`` block: present only when a baseline was in force (gates/upgrade.py)."""
+    """The top-level ``comparison`` block: present only when a baseline was in force (gates/upgrade_verdict.py)."""
 
     headline: str
     summary: str

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ..dataset import Dataset, line_ending_hint
+from ..document import ReportDocument, ReportError, read_report
 from ..errors import MeasurementError
-from ..gates.regression import BaselineError, check_baseline
+from ..gates.upgrade import UpgradeError, check_baseline
 from ..models.base import ModelAdapter
-from ..report.document import ReportDocument, ReportError, read_report
 from ..run_report import Baseline
 from ..store.folder import reference_root
 from .replay import (
@@ -51,11 +51,11 @@ class BaselineRequest:
 
 
 def load_baseline(path: str | Path) -> ReportDocument:
-    """Read a JSON report written by --sys1cal-report. Raises BaselineError naming the file."""
+    """Read a JSON report written by --sys1cal-report. Raises UpgradeError naming the file."""
     try:
         return read_report(path)
     except ReportError as exc:
-        raise BaselineError(f"baseline {exc}") from None
+        raise UpgradeError(f"baseline {exc}") from None
 
 
 def averaged_repeats(report: Mapping[str, Any]) -> int:
@@ -73,7 +73,7 @@ def resolve_baseline(
 ) -> Baseline:
     """This run's baseline from the raw option value (see the module's docstring). `version` is this run's
     model version; `adapter_for(v)` makes the adapter of version v; a relative path is read from
-    `invocation_dir`. Raises BaselineError (a usage error) when the baseline cannot be compared."""
+    `invocation_dir`. Raises UpgradeError (a usage error) when the baseline cannot be compared."""
     value = request.value
     path = Path(value).expanduser()
     path = path if path.is_absolute() else invocation_dir / path
@@ -89,14 +89,14 @@ def resolve_baseline(
         # A value that is not a plain name is never looked up as a folder (names.py): it would be a path.
         named = f"no recorded version {value!r}" if is_version_name(value) else f"{value!r} is not a version name"
         listed = ", ".join(versions) or "none"
-        raise BaselineError(
+        raise UpgradeError(
             f"{OPTION}={value}: {folder_note}no file {path}, and {named} of model {model} "
             f"under {root / model} (versions recorded there: {listed}). Give the path of a saved JSON report "
             f"(--sys1cal-report), which must exist, or one of those versions"
         )
     if value == version:
         others = ", ".join(v for v in versions if v != version) or "none"
-        raise BaselineError(
+        raise UpgradeError(
             f"{OPTION}={value} is this run's own version: a version compared with itself shows nothing. Name "
             f"another recorded version of {model} (recorded: {others}) or a saved JSON report"
         )
@@ -123,7 +123,7 @@ def saved_baseline(path: Path, dataset_sha256: str, model: str | None = None, lo
     check_baseline(report, dataset_sha256, name)
     stopped = report.get("interrupted")
     if stopped:
-        raise BaselineError(
+        raise UpgradeError(
             f"{name}: the report of an interrupted run ({stopped.get('reason')}: {stopped.get('measured')} of "
             f"{stopped.get('selected')} selected renderings measured), which describes only part of its run; "
             "compare with a complete run's report (one written beside it, e.g. report.json beside "
@@ -131,7 +131,7 @@ def saved_baseline(path: Path, dataset_sha256: str, model: str | None = None, lo
         )
     theirs = (report.get("model") or {}).get("name")
     if model is not None and theirs != model:
-        raise BaselineError(
+        raise UpgradeError(
             f"{name}: a report of model {theirs!r}, and this run measures {model!r}; the upgrade gate compares two "
             f"versions of one model: give a report of {model}, or a recorded version of it"
         )
@@ -147,7 +147,7 @@ def version_baseline(
     folder = open_version(root, request.model, version, adapter)
     name, sha256 = recorded_dataset(folder)
     if sha256 != dataset.sha256:
-        raise BaselineError(
+        raise UpgradeError(
             f"{OPTION}={version}: its cassettes ({folder.path}) were recorded for dataset {name} sha256 {sha256}, "
             f"this run's dataset {dataset.name} has sha256 {dataset.sha256}"
             f"{line_ending_hint(dataset.path, sha256)}; a paired comparison needs the same "
@@ -156,10 +156,10 @@ def version_baseline(
     try:
         rows = replay_folder(folder, dataset, adapter)
     except MeasurementError as exc:
-        raise BaselineError(f"{OPTION}={version}: replaying {folder.path} stopped: {exc}") from None
+        raise UpgradeError(f"{OPTION}={version}: replaying {folder.path} stopped: {exc}") from None
     failed = [row for row in rows if row.error is not None]
     if failed:
-        raise BaselineError(
+        raise UpgradeError(
             f"{OPTION}={version}: {len(failed)} of {len(rows)} renderings could not be replayed from {folder.path} "
             f"(first, {failed[0].instance_id}: {failed[0].error}); a baseline must replay the whole dataset, "
             "as a saved report of it would cover it"
@@ -181,7 +181,7 @@ def check_repeats(baseline: Baseline, repeats: int, repeats_per_answer: int) -> 
     """Per-item OVL of a repeat mean depends on the number of repeats averaged: compare like with like."""
     theirs, ours = averaged_repeats(baseline.report), repeats * repeats_per_answer
     if theirs != ours:
-        raise BaselineError(
+        raise UpgradeError(
             f"{OPTION} {baseline.name}: each of its answers averages {theirs} model repeat(s), "
             f"this run's {ours}; the OVL of a mean depends on how many repeats it averages, so record both with "
             f"as many repeats (--sys1cal-repeats={theirs // repeats_per_answer or 1})"

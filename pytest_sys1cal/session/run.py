@@ -15,26 +15,26 @@ from typing import Any
 
 import pytest
 
-from .bundled import shipped_thresholds_path
-from .dataset import Dataset, load_dataset
-from .errors import usage_errors
-from .gates.schema import Thresholds
-from .measure import Measurer
-from .models import BUILTIN_ADAPTERS, make_adapter
-from .models.base import ModelAdapter
+from ..bundled import shipped_thresholds_path
+from ..dataset import Dataset, load_dataset
+from ..errors import usage_errors
+from ..escape import one_line
+from ..gates.schema import Thresholds
+from ..measure import Measurer
+from ..models import BUILTIN_ADAPTERS, make_adapter
+from ..models.base import ModelAdapter
+from ..recording.proxies import proxy_urls
+from ..redact import Redactor
+from ..report.terminal import Line
+from ..results import ResultRow
+from ..run_report import Baseline, Report
+from ..store.folder import CassetteFolder, reference_root
+from ..versions.upgrade_baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
+from .advice import Advice
+from .interruption import Interruption
 from .options import Settings, pytest_outputs
-from .recording.proxies import proxy_urls
-from .redact import Redactor
-from .report.escape import one_line
-from .report.terminal import Line
-from .results import ResultRow
-from .run_report import Baseline, Report
-from .session.advice import Advice
-from .session.interruption import Interruption
-from .session.outputs import Outputs
-from .session.signals import SignalStop
-from .store.folder import CassetteFolder, reference_root
-from .versions.baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
+from .outputs import Outputs
+from .signals import SignalStop
 
 
 class Rows(list[ResultRow]):
@@ -138,7 +138,7 @@ class Sys1CalRun:
         return {"sys1cal_repeats": self.repeats}
 
     def header(self) -> str:
-        from .report.terminal import repeats_phrase
+        from ..report.terminal import repeats_phrase
 
         source = (
             f"bundled reference cassettes, {self.folder.source}"
@@ -208,14 +208,14 @@ def thresholds_in_force(
         path = shipped_thresholds_path()
     if path is None:
         return None
-    from .gates.config import load_thresholds
+    from ..gates.config import load_thresholds
 
     known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
     return load_thresholds(path, settings.model, adapter.version, known_models=known)
 
 
 def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, registered: Any) -> Baseline:
-    """A saved report, or another version of this model replayed now (baseline.py tells them apart)."""
+    """A saved report, or another version of this model replayed now (versions/upgrade_baseline.py tells them apart)."""
 
     def adapter_for(version: str) -> ModelAdapter:  # the baseline version's, configured like the run's
         adapter = make_adapter(
@@ -246,7 +246,7 @@ def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, regi
 def recording_of(config: pytest.Config, settings: Settings, controller: bool, redactor: Redactor) -> Any:
     """This process's recording (its lines through the run's redactor); an xdist worker's limits are its share
     of the run's."""
-    from .session.recording_hooks import Recording, limits_for, workercount
+    from .recording_hooks import Recording, limits_for, workercount
 
     workerinput: Mapping[str, Any] = getattr(config, "workerinput", {})
     share = workercount(workerinput) if not controller else 1

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from .argtypes import non_negative_float, non_negative_int, positive_float, positive_int, repeat_count
-from .dataset import BUNDLED
-from .defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
-from .names import NotAName, check_name
-from .session.placement import Placement, placement
-from .vocabulary import RECORD_MODES
+from ..argtypes import non_negative_float, non_negative_int, positive_float, positive_int, repeat_count
+from ..dataset import BUNDLED
+from ..defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
+from ..names import NotAName, check_name
+from ..vocabulary import RECORD_MODES
+from .placement import Placement, placement
 
 THRESHOLDS_FILE = "thresholds.yaml"
 
@@ -106,7 +106,7 @@ OPTIONS = [
         metavar="PATH",
         path=True,
     ),
-    # Kept as given (not a path): a saved report's path or another recorded version, told apart in baseline.py.
+    # Kept as given (not a path): a saved report's path or another recorded version, told apart in versions/upgrade_baseline.py.
     Option(
         "--sys1cal-baseline",
         "upgrade gate: an earlier JSON report (a path that exists) or another recorded version of this model under the cassette root, replayed offline",
@@ -203,7 +203,7 @@ class Settings:
     report: Path | None
     html: Path | None
     markdown: Path | None
-    baseline: str | None  # as given: a saved report's path or a version name (baseline.py resolves it)
+    baseline: str | None  # as given: a saved report's path or a version name (versions/upgrade_baseline.py resolves it)
     seed: int
     bootstrap: int
     recalibration_splits: int
