@@ -17,7 +17,21 @@ from pytest_sys1cal.store.folder import CassetteFolder
 from tests.field import QUIET, subset, tree_hashes
 from tests.loopback import LoopbackServer
 
-NOT_PORTABLE = ["CON", "con", "aux", "Aux", "NUL", "nul.txt", "com1", "COM9", "LPT1", "lpt0.json", "prn.1.2", "v1.", "jev-1.14."]
+NOT_PORTABLE = [
+    "CON",
+    "con",
+    "aux",
+    "Aux",
+    "NUL",
+    "nul.txt",
+    "com1",
+    "COM9",
+    "LPT1",
+    "lpt0.json",
+    "prn.1.2",
+    "v1.",
+    "jev-1.14.",
+]
 STILL_NAMES = ["console", "com10", "lpt", "auxiliary", "nullable", "v1.0", "jev-1.14.0"]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from ..dataset import Rendering
 from ..errors import InputError, MeasurementError
 from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
+from ..strict_json import DuplicateKey
 from ..vocabulary import SCORE_LEVELS
 from .base import AnswerError, ModelAdapter, WireRequest, WireResponse, check_probability, quote
 
@@ -243,6 +244,9 @@ class SemIfAdapter(ModelAdapter):
         for qid, response in zip(question_ids, responses, strict=True):
             try:
                 body = response.json()
+            except DuplicateKey as exc:
+                text = response.content.decode("utf-8", "replace")
+                raise AnswerError(f"the response to {qid!r} is refused: {exc}: {quote(text)}") from None
             except ValueError:
                 text = response.content.decode("utf-8", "replace")
                 raise AnswerError(f"the response to {qid!r} is not JSON: {quote(text)}") from None

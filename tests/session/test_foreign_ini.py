@@ -87,6 +87,8 @@ def test_the_equals_form_beside_the_same_hostile_ini_gates_as_the_project_says(
     folder.mkdir()
     value = make(folder, "cassettes")
     (folder / "pytest.ini").write_text(INI["pytest.ini"].format(f"-k {SUBSET}"), encoding="utf-8")
-    result = pytester.runpytest("--sys1cal", "-p", "no:cacheprovider", "-p", "no:randomly", f"--sys1cal-cassettes={value}")
+    result = pytester.runpytest(
+        "--sys1cal", "-p", "no:cacheprovider", "-p", "no:randomly", f"--sys1cal-cassettes={value}"
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*noul.min_mean_ovl*FAILED*", "*365 passed*"])
