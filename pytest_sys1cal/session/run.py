@@ -17,7 +17,7 @@ import pytest
 
 from ..bundled import shipped_thresholds_path
 from ..dataset import Dataset, load_dataset
-from ..errors import usage_errors
+from ..errors import InputError, usage_errors
 from ..escape import one_line
 from ..gates.schema import Thresholds
 from ..measure import Measurer
@@ -119,7 +119,10 @@ class Sys1CalRun:
         self.advice = Advice(settings, adapter, self.dataset, self.folder)
         if self.controller:
             self.folder.check(self.dataset, self.advice, collect_only=self.config.option.collectonly)
-        adapter.use_recorded_settings(self.folder.recorded_settings)
+        try:
+            adapter.use_recorded_settings(self.folder.recorded_settings)
+        except InputError as exc:  # a setting the environment sets otherwise than the folder was recorded with
+            raise InputError(f"{self.folder.path}: {exc}") from None
 
     def _baseline(self, registered: Any, repeats: int | None) -> None:
         """The upgrade gate's baseline (on the controller) and the repeats: a worker's from the controller, else
