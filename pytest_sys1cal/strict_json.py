@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .errors import InputError
 
-class DuplicateKey(ValueError):
-    """An object with one key twice; a ValueError, so a caller that refuses unreadable JSON refuses this too."""
+
+class DuplicateKey(InputError, ValueError):
+    """An object with one key twice; a ValueError too, so a caller that refuses unreadable JSON refuses this."""
 
     def __init__(self, key: str, line: int | None):
         self.key, self.line = key, line
