@@ -17,7 +17,7 @@ from pytest_sys1cal.models.systemone import SystemOneAdapter
 from pytest_sys1cal.strict_json import DuplicateKey, loads
 from tests.field import QUIET, subset
 from tests.loopback import Behaviour, LoopbackServer
-from tests.test_semif import FakeOpenAI
+from tests.models.test_semif import FakeOpenAI
 
 RENDERING = load_dataset("sys1cal-v1").renderings[0]
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.field import QUIET, subset, tree_hashes
 from tests.loopback import Serving
-from tests.test_semif import FakeOpenAI
+from tests.models.test_semif import FakeOpenAI
 
 NOT_FOUND = b'{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}'
 ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_sigterm import assert_clean, replay, wait_for, with_group_killed
+from tests.session.test_sigterm import assert_clean, replay, wait_for, with_group_killed
 
 pytestmark = pytest.mark.e2e  # a pytest process per case, signalled
 
