@@ -22,16 +22,16 @@ class DuplicateKey(InputError, ValueError):
 
 def loads(text: str | bytes) -> Any:
     """`json.loads`, raising DuplicateKey for an object that repeats a key."""
-    return json.loads(text, object_pairs_hook=lambda pairs: _unique(pairs, text))
 
-
-def _unique(pairs: list[tuple[str, Any]], text: str | bytes) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found = dict(pairs)  # in C: the usual case (no key twice) pays one length comparison more
+        if len(found) != len(pairs):
+            seen: set[str] = set()
+            key = next(key for key, _value in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
             raise DuplicateKey(key, _last_line(text, key))
-        found[key] = value
-    return found
+        return found
+
+    return json.loads(text, object_pairs_hook=unique)
 
 
 def _last_line(text: str | bytes, key: str) -> int | None:
