@@ -29,8 +29,10 @@ def write_atomic(
         if before_replace is not None:
             before_replace()
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not exc.filename:
+            exc.filename = str(path)  # a write or close that failed (a full disk) says which file it was for
         raise
 
 
@@ -45,3 +47,15 @@ def cannot_create_in(folder: Path, name: str) -> str | None:
     with contextlib.suppress(OSError):
         os.unlink(probe)
     return None
+
+
+def written_for(exc: OSError, default: Path | None = None) -> Path | None:
+    """The file an OSError was about: for a failed `write_atomic`, the file it was writing (not its temporary
+    `.NAME.<random>.tmp` beside it); `default` when the error names none."""
+    if not exc.filename:
+        return default
+    failed = Path(str(exc.filename))
+    name = failed.name
+    if name.startswith(".") and name.endswith(".tmp"):
+        return failed.with_name(name[1:].rsplit(".", 2)[0])
+    return failed

@@ -8,10 +8,10 @@ import contextlib
 import time
 import traceback
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..escape import one_line
+from ..files import written_for
 from ..measure import Measurer, index_lines
 from ..report.terminal import RED, Line, summary_lines
 from ..run_report import Report, RunFacts, build_report, partial_run
@@ -79,7 +79,7 @@ def _closed_recording(run: Sys1CalRun) -> list[Line]:
     except OSError as exc:
         run.recording_closed = True
         run.outputs.failed = True  # the run's exit status says a file it should have written is missing
-        where = _written(exc, run.folder.path / MANIFEST)
+        where = written_for(exc, run.folder.path / MANIFEST)
         return [
             (
                 f"sys1cal: {where} NOT written: {exc.strerror or exc}; the cassettes saved before are on disk, but "
@@ -89,17 +89,6 @@ def _closed_recording(run: Sys1CalRun) -> list[Line]:
             )
         ]
     return []
-
-
-def _written(exc: OSError, default: Path) -> Path:
-    """The file a failed write was for: files.write_atomic writes `.NAME.<random>.tmp` beside NAME first."""
-    if not exc.filename:
-        return default
-    failed = Path(str(exc.filename))
-    name = failed.name
-    if name.startswith(".") and name.endswith(".tmp"):
-        return failed.with_name(name[1:].rsplit(".", 2)[0])
-    return failed
 
 
 def _index(run: Sys1CalRun) -> IndexBuilder:

@@ -61,7 +61,7 @@ def test_a_full_cassette_disk_names_what_was_not_written_and_keeps_the_report(tm
 
 
 def test_the_file_a_failed_atomic_write_was_for_is_named(tmp_path: Path) -> None:
-    from pytest_sys1cal.session.ending import _written
+    from pytest_sys1cal.files import written_for as _written
 
     default = tmp_path / "manifest.json"
     assert _written(OSError(28, "No space left on device"), default) == default
