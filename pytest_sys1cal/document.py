@@ -202,6 +202,16 @@ class Interrupted(TypedDict):
     measured: int
 
 
+class ShardBlock(TypedDict):
+    """A run of one shard (--sys1cal-shard=I/N): which, and its share of the dataset."""
+
+    index: int
+    count: int
+    latent_problems: int
+    renderings: int
+    of_latent_problems: int
+
+
 class ComparedSide(TypedDict):
     """One side of the upgrade comparison: the model, its version and its cassettes' source."""
 
@@ -301,6 +311,7 @@ class ReportDocument(TypedDict):
     notices: list[str]
     items: list[Item]
     interrupted: NotRequired[Interrupted]
+    shard: NotRequired[ShardBlock]
     comparison: NotRequired[Comparison]
 
 

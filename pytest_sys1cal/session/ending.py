@@ -20,6 +20,7 @@ from ..store.folder import IndexBuilder
 from ..store.manifest import MANIFEST
 from .gate_advice import after_failed_gates, from_this_report, write_gates
 from .node_ids import node_id
+from .sharding import leave_manifest
 from .signals import SIGTERM, Terminated, signal_name
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ def close_recording(run: Sys1CalRun, *, index: bool = True) -> None:
         build = _index(run) if index and run.interruption.reason is None and not run.settings.dry_run else None
         run.folder.finish_recording(run.rows, run.repeats, run.dataset, build)
         run.recording_closed = True
+        if run.shard is not None and run.folder.manifest is not None and not run.settings.dry_run:
+            leave_manifest(run.folder, run.shard, run.rows, run.settings.seed, fresh=False)
 
 
 def _closed_recording(run: Sys1CalRun) -> list[Line]:
@@ -132,6 +135,7 @@ def _facts(run: Sys1CalRun) -> RunFacts:
         bootstrap=run.settings.bootstrap,
         recalibration_splits=run.settings.recalibration_splits,
         selected=run.interruption.selected,
+        shard=run.shard.facts(run.dataset) if run.shard else None,
         stopped=run.interruption.reason,
         write_gates=write_gates(run.advice),
     )
@@ -143,7 +147,7 @@ def _gate_advice(run: Sys1CalRun, report: Report) -> list[str]:
     data = report.data
     gates = data.get("gates") or []
     if not gates:
-        partial = partial_run(data["counts"], len(run.dataset.renderings), data.get("interrupted"))
+        partial = partial_run(data["counts"], len(run.dataset.renderings), data.get("interrupted"), data.get("shard"))
         shortcut = None if partial else from_this_report(run.advice)
         return [shortcut] if shortcut else []
     if not any(g.get("verdict") == "FAILED" for g in gates):

@@ -24,6 +24,7 @@ from .interruption import mark_junit, reason_of, showable
 from .node_ids import select_renderings, take_node_ids
 from .options import WORKERINPUT_KEY, Settings, resolve_settings
 from .run import Sys1CalRun
+from .sharding import keep_problems
 from .signals import worker_pid
 
 
@@ -87,7 +88,8 @@ class ActiveRun:
     def pytest_report_header(self) -> list[str]:
         folder = self.run.folder
         notices = [] if folder.recording else [unchecked_notice(folder.path, folder.manifest), self._index_notice()]
-        return [self.run.header(), *(notice for notice in notices if notice)]
+        shard = self.run.shard.header(self.run.dataset) if self.run.shard else None
+        return [self.run.header(), *(notice for notice in [shard, *notices] if notice)]
 
     def _index_notice(self) -> str | None:
         measurer = self.run.measurer
@@ -102,6 +104,8 @@ class ActiveRun:
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         run = self.run
         items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer, self.only)
+        if run.shard is not None:  # --sys1cal-shard: the others' latent problems deselected, as -k deselects
+            keep_problems(session.config, items, run.shard.problems)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         # The selection after -k/-m deselection: what an interrupted run's report counts as selected.

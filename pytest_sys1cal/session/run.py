@@ -34,6 +34,7 @@ from .advice import Advice, selection_of
 from .interruption import Interruption
 from .options import Settings, pytest_outputs
 from .outputs import Outputs
+from .sharding import check_folder, leave_manifest, shard_run
 from .signals import SignalStop
 
 
@@ -125,6 +126,10 @@ class Sys1CalRun:
             adapter.use_recorded_settings(self.folder.recorded_settings)
         except InputError as exc:  # a setting the environment sets otherwise than the folder was recorded with
             raise InputError(f"{self.folder.path}: {exc}") from None
+        # --sys1cal-shard: this run's share of the latent problems, priced with the settings it will ask
+        self.shard = shard_run(settings.shard, self.dataset, adapter, self.folder.questions)
+        if self.controller:
+            check_folder(self.folder, self.shard, self.advice.merge_hint())
 
     def _baseline(self, registered: Any, repeats: int | None) -> None:
         """The upgrade gate's baseline (on the controller) and the repeats: a worker's from the controller, else
@@ -165,9 +170,12 @@ class Sys1CalRun:
         """Lock the folder and write the manifest before the first request; a notice when a killed
         recording's lock was taken over."""
         folder, adapter = self.folder, self.adapter
-        return folder.start_recording(
+        notice = folder.start_recording(
             self.dataset, self.repeats, folder.questions, adapter.settings(), adapter.base_url
         )
+        if self.shard is not None:  # a shard says what it holds from the start: a killed one is seen as unfinished
+            leave_manifest(folder, self.shard, None, self.settings.seed, fresh=folder.record_mode == "all")
+        return notice
 
     # ------------------------------------------------------------------ controller: rows, report
 

@@ -24,6 +24,7 @@ from . import answers, replay_index
 from .cassette import Scrubber, cassette_name
 from .lfs import check_not_lfs_pointers
 from .lock import LOCK_NAME, FolderLock
+from .shard_manifest import SHARD_MANIFEST
 from .manifest import MANIFEST, after_recording, new_manifest, read_manifest
 
 # What writes a folder's replay index at the end of a recording: its stamp and lines, or None for none.
@@ -284,6 +285,7 @@ class CassetteFolder:
             empty = self._settle_manifest(list(rows), repeats, dataset)
             if empty:
                 (self.path / MANIFEST).unlink(missing_ok=True)
+                (self.path / SHARD_MANIFEST).unlink(missing_ok=True)  # a shard's, written when it started
             elif index is not None:
                 _write_index(self, index)
         finally:
