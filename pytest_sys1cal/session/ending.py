@@ -70,7 +70,7 @@ def close_recording(run: Sys1CalRun, *, index: bool = True) -> None:
         run.folder.finish_recording(run.rows, run.repeats, run.dataset, build)
         run.recording_closed = True
         if run.shard is not None and run.folder.manifest is not None and not run.settings.dry_run:
-            leave_manifest(run.folder, run.shard, run.rows, run.settings.seed, fresh=False)
+            leave_manifest(run.folder, run.shard, run.rows, run.settings.seed, run.advice.command("once"), fresh=False)
 
 
 def _closed_recording(run: Sys1CalRun) -> list[Line]:
@@ -137,7 +137,7 @@ def _facts(run: Sys1CalRun) -> RunFacts:
         selected=run.interruption.selected,
         shard=run.shard.facts(run.dataset) if run.shard else None,
         stopped=run.interruption.reason,
-        write_gates=write_gates(run.advice),
+        write_gates=None if run.shard else write_gates(run.advice),  # a shard's gates come from the merged folder
     )
 
 

@@ -174,7 +174,9 @@ class Sys1CalRun:
             self.dataset, self.repeats, folder.questions, adapter.settings(), adapter.base_url
         )
         if self.shard is not None:  # a shard says what it holds from the start: a killed one is seen as unfinished
-            leave_manifest(folder, self.shard, None, self.settings.seed, fresh=folder.record_mode == "all")
+            leave_manifest(
+                folder, self.shard, None, self.settings.seed, self.advice.command("once"), fresh=folder.record_mode == "all"
+            )
         return notice
 
     # ------------------------------------------------------------------ controller: rows, report

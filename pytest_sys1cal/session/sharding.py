@@ -5,6 +5,7 @@ run to a set of whole latent problems. docs/recording.md, "Recording on many mac
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -120,11 +121,17 @@ def check_folder(folder: CassetteFolder, run: ShardRun | None, merge_hint: str) 
 
 
 def leave_manifest(
-    folder: CassetteFolder, run: ShardRun, rows: Sequence[ResultRow] | None, seed: int, *, fresh: bool
+    folder: CassetteFolder,
+    run: ShardRun,
+    rows: Sequence[ResultRow] | None,
+    seed: int,
+    command: str,
+    *,
+    fresh: bool,
 ) -> None:
     """Write the shard manifest: at the start (`rows` None) with what the folder already holds of the share
     (nothing, when this run asks everything afresh), at the end with what is recorded whole. A rendering whose
-    row failed is not counted, whatever its cassette holds."""
+    row failed is not counted, whatever its cassette holds. `command` resumes the shard (the merge prints it)."""
     manifest = folder.manifest or {}
     digests = {} if fresh and rows is None else dict(manifest.get("answers") or {})
     failed = {row.instance_id for row in rows or () if row.error}
@@ -142,5 +149,6 @@ def leave_manifest(
         answers=done,
         seed=seed,
         plugin_version=__version__,
+        command=shlex.split(command),
     )
     shard_manifest.write(folder.path, data, folder.redactor.text)

@@ -37,6 +37,7 @@ def build(
     answers: Mapping[str, str],
     seed: int,
     plugin_version: str,
+    command: Sequence[str],
 ) -> dict[str, Any]:
     """The shard manifest from the folder's own manifest (as the recording left it) and the shard's facts."""
     wire = {"questions": list(manifest.get("questions") or []), "settings": dict(manifest.get("settings") or {})}
@@ -54,6 +55,7 @@ def build(
         "wire": wire,
         "seed": seed,
         "plugin_version": plugin_version,
+        "command": list(command),
         "source": manifest.get("source", "recorded"),
         "recorded_at": manifest.get("recorded_at"),
         **({"base_url": manifest["base_url"]} if manifest.get("base_url") else {}),
@@ -166,6 +168,10 @@ _FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "wire": (_wire, 'an object {"questions": [...], "settings": {...}}'),
     "seed": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number ≥ 0"),
     "plugin_version": (_text, "the pytest-sys1cal version that recorded it (text)"),
+    "command": (
+        lambda v: isinstance(v, list) and v[:2] == ["pytest", "--sys1cal"] and all(isinstance(a, str) for a in v),
+        'the command that resumes the shard, as a list of arguments starting "pytest", "--sys1cal"',
+    ),
     "source": (lambda v: v == "recorded", "'recorded' (a shard records live answers)"),
     "recorded_at": (lambda v: v is None or _text(v), "a UTC time (text) or null"),
     "base_url": (_text, "the server recorded from, without credentials"),
