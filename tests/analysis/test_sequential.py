@@ -218,18 +218,15 @@ def test_the_decisive_size_leaves_the_worst_true_difference_undecided_one_time_i
 
 
 def test_the_decisive_repeats_and_when_nothing_decides() -> None:
-    margin = Margin(0.02, 0.01)
-    size = decisive_size(
-        n=365, se=0.006, latent_problems=92, margin=margin, level=0.05, repeats=3,
-        within_sum=0.02, design_effect=2.0, sigma_delta=0.01,
-    )  # fmt: skip
-    z = NORMAL.inv_cdf(0.95) - NORMAL.inv_cdf(0.6)
-    r = size["repeats"]
-    assert (0.01**2 + 0.02 / r) * 2.0 / 365 <= (0.005 / z) ** 2 < (0.01**2 + 0.02 / (r - 1)) * 2.0 / 365
-    spread = decisive_size(
-        n=365, se=0.006, latent_problems=92, margin=margin, level=0.05, repeats=3,
-        within_sum=0.02, design_effect=2.0, sigma_delta=0.05,
-    )  # fmt: skip
-    assert spread["repeats"] is None and spread["renderings"] is not None  # the change itself varies too much
-    same = decisive_size(n=365, se=0.006, latent_problems=92, margin=Margin(0.02, 0.02), level=0.05, repeats=3)
+    margin, n, se, within, r = Margin(0.02, 0.01), 365, 0.0045, 0.02, 3
+    size = decisive_size(n=n, se=se, latent_problems=92, margin=margin, level=0.05, repeats=r, within_sum=within)
+    target = (0.005 / (NORMAL.inv_cdf(0.95) - NORMAL.inv_cdf(0.6))) ** 2
+    shared = n * se**2 - within / r  # the part of n·se² that more repeats do not touch
+    more = size["repeats"]
+    assert shared + within / more <= n * target < shared + within / (more - 1)
+    spread = decisive_size(n=n, se=0.012, latent_problems=92, margin=margin, level=0.05, repeats=r, within_sum=within)
+    assert spread["repeats"] is None and spread["renderings"] is not None  # the shared part alone is too much
+    unknown = decisive_size(n=n, se=se, latent_problems=92, margin=margin, level=0.05, repeats=1)
+    assert unknown["repeats"] is None and unknown["renderings"] == size["renderings"]
+    same = decisive_size(n=n, se=se, latent_problems=92, margin=Margin(0.02, 0.02), level=0.05, repeats=r)
     assert same["renderings"] is None and same["latent_problems"] is None
