@@ -87,6 +87,11 @@ class Advice:
             parts += self.selection
         return shlex.join(parts)
 
+    def whole_shard(self) -> str:
+        """The command that records what this run's shard still lacks, the whole share (not this run's -k)."""
+        parts = shlex.split(self.command("once"))
+        return shlex.join(parts[: len(parts) - len(self.selection)])
+
     def list_ids(self) -> str:
         """The command that lists this run's node ids (collection only: it sends and writes nothing)."""
         return shlex.join([*self.run_parts(), "--co", "-q"])

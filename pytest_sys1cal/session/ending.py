@@ -70,7 +70,7 @@ def close_recording(run: Sys1CalRun, *, index: bool = True) -> None:
         run.folder.finish_recording(run.rows, run.repeats, run.dataset, build)
         run.recording_closed = True
         if run.shard is not None and run.folder.manifest is not None and not run.settings.dry_run:
-            leave_manifest(run.folder, run.shard, run.rows, run.settings.seed, run.advice.command("once"), fresh=False)
+            leave_manifest(run.folder, run.shard, run.rows, run.settings.seed, run.advice.whole_shard(), fresh=False)
 
 
 def _closed_recording(run: Sys1CalRun) -> list[Line]:
