@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from .. import __version__
@@ -50,8 +51,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dir", type=Path, default=Path("."), help="the project's root, where the files go (default: here)"
     )
     parser.add_argument(
+        "--shards",
+        type=_shard_count,
+        default=0,
+        metavar="N",
+        help="record on N machines at once: the workflow's recording becomes a matrix of N shards and a merge job "
+        "(python -m pytest_sys1cal docs recording)",
+    )
+    parser.add_argument(
         "--show", action="store_true", help="print what init would write (and which files exist), and write nothing"
     )
+
+
+def _shard_count(text: str) -> int:
+    """--shards: 2 … MAX_SHARDS machines (1 is the one-machine workflow, the default)."""
+    from .workflow_shards import MAX_SHARDS
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 2 <= value <= MAX_SHARDS:
+        raise argparse.ArgumentTypeError(f"{value}: give 2 to {MAX_SHARDS} shards (without --shards: one machine)")
+    return value
 
 
 Planned = dict[Path, tuple[str, str]]  # path → (text, what init does: NEW, ADD, KEEP or EXISTS)
@@ -59,7 +81,7 @@ Planned = dict[Path, tuple[str, str]]  # path → (text, what init does: NEW, AD
 
 def main(args: argparse.Namespace) -> int:
     try:
-        project = _project(args.model, args.version)
+        project = replace(_project(args.model, args.version), shards=args.shards)
         if not args.dir.is_dir():
             raise InitError(f"--dir {args.dir}: no such directory; create it, or run init in the project's root")
         planned = _plan(args.dir, project)
