@@ -23,7 +23,8 @@ from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, BundledError
 from ..errors import EXIT_INPUT, InputError
 from ..files import write_atomic
 from ..models import BUILTIN_ADAPTERS
-from .project_files import Project, files, ini_snippet, merged_gitattributes, next_steps
+from .project_files import WORKFLOW, Project, files, ini_snippet, merged_gitattributes, next_steps
+from .workflow_shards import MAX_SHARDS, sharded
 
 GITATTRIBUTES = ".gitattributes"
 NEW, ADD, KEEP, EXISTS = "new", "add", "keep", "exists"  # what init does with each file
@@ -65,8 +66,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _shard_count(text: str) -> int:
     """--shards: 2 … MAX_SHARDS machines (1 is the one-machine workflow, the default)."""
-    from .workflow_shards import MAX_SHARDS
-
     try:
         value = int(text)
     except ValueError:
@@ -99,7 +98,10 @@ def main(args: argparse.Namespace) -> int:
 def _plan(root: Path, project: Project) -> Planned:
     """Each file's text and what init does with it; an existing .gitattributes gets the lines it lacks."""
     planned: Planned = {}
-    for name, text in files(project).items():
+    texts = files(project)
+    if project.shards:  # the recording as a matrix of shards and a merge
+        texts[WORKFLOW] = sharded(texts[WORKFLOW], project, project.shards)
+    for name, text in texts.items():
         path = root / name
         exists = path.exists() or path.is_symlink()
         if name == GITATTRIBUTES and exists and path.is_file() and not path.is_symlink():

@@ -108,11 +108,7 @@ def workflow(project: Project) -> str:
         .replace("@RECORD_ENV@\n", "".join(line + "\n" for line in env))
         .replace("@EXAMPLE@", "jev-1.14.0" if project.is_reference else f"{project.model}-2")
     )
-    if not project.shards:
-        return text
-    from .workflow_shards import sharded
-
-    return sharded(text, project, project.shards)
+    return text  # init --shards replaces its record job (workflow_shards.py)
 
 
 def record_env_lines(project: Project, indent: str) -> list[str]:

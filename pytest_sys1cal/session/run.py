@@ -175,7 +175,12 @@ class Sys1CalRun:
         )
         if self.shard is not None:  # a shard says what it holds from the start: a killed one is seen as unfinished
             leave_manifest(
-                folder, self.shard, None, self.settings.seed, self.advice.whole_shard(), fresh=folder.record_mode == "all"
+                folder,
+                self.shard,
+                None,
+                self.settings.seed,
+                self.advice.whole_shard(),
+                fresh=folder.record_mode == "all",
             )
         return notice
 

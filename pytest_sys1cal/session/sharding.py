@@ -84,7 +84,8 @@ def keep_problems(config: pytest.Config, items: list[pytest.Item], problems: Col
     """Narrow the collected items, in place, to the benchmark renderings of exactly these latent problems (the
     rest deselected, as -k deselects; items that are not renderings are left alone)."""
     wanted = frozenset(problems)
-    kept, dropped = [], []
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
     for item in items:
         outside = isinstance(item, Sys1CalItem) and item.rendering.latent_instance_id not in wanted
         (dropped if outside else kept).append(item)

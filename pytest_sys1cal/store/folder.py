@@ -24,8 +24,8 @@ from . import answers, replay_index
 from .cassette import Scrubber, cassette_name
 from .lfs import check_not_lfs_pointers
 from .lock import LOCK_NAME, FolderLock
-from .shard_manifest import SHARD_MANIFEST
 from .manifest import MANIFEST, after_recording, new_manifest, read_manifest
+from .shard_manifest import SHARD_MANIFEST
 
 # What writes a folder's replay index at the end of a recording: its stamp and lines, or None for none.
 IndexBuilder = Callable[[], tuple[Mapping[str, Any], list[str]] | None]

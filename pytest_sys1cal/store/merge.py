@@ -77,7 +77,9 @@ def _target(into: Path, first: Mapping[str, Any]) -> CassetteFolder:
     if existing is None:
         return target
     if existing["source"] != "recorded":
-        raise MergeRefused(f"--into {into}: holds {existing['source']} cassettes, which live answers must not be mixed into")
+        raise MergeRefused(
+            f"--into {into}: holds {existing['source']} cassettes, which live answers must not be mixed into"
+        )
     wire = {"questions": existing["questions"], "settings": existing.get("settings") or {}}
     found = {"dataset": existing["dataset"], "repeats": existing["repeats"], "wire": wire}
     for field in ("dataset", "repeats", "wire"):
@@ -113,7 +115,9 @@ def _kept(target: CassetteFolder) -> dict[str, str]:
     return after_recording(target.path, manifest)
 
 
-def _write(target: CassetteFolder, shards: Sequence[ShardFolder], texts: Mapping[str, str], keep: Mapping[str, str]) -> None:
+def _write(
+    target: CassetteFolder, shards: Sequence[ShardFolder], texts: Mapping[str, str], keep: Mapping[str, str]
+) -> None:
     """The cassettes, then the manifest last: a write that fails (a full disk) takes back the cassettes this merge
     wrote where none was, and the manifest stays as it was."""
     written: list[Path] = []

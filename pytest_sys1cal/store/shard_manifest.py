@@ -15,8 +15,8 @@ from typing import Any
 from .. import strict_json
 from ..errors import InputError
 from ..files import write_atomic
-from ..vocabulary import SHARD_SCHEMA
 from ..names import is_plain_name
+from ..vocabulary import SHARD_SCHEMA
 from .manifest import SHA256
 
 SHARD_MANIFEST = "shard.json"
@@ -109,7 +109,9 @@ def read(path: Path) -> dict[str, Any]:
         )
     for key in ("model", "version"):
         if not is_plain_name(data[key]):
-            raise ShardManifestError(f"{path}: field '{key}': {data[key]!r} is not a plain name (it names a folder); {_FIX}")
+            raise ShardManifestError(
+                f"{path}: field '{key}': {data[key]!r} is not a plain name (it names a folder); {_FIX}"
+            )
     return data
 
 
@@ -141,7 +143,9 @@ def _digests(value: Any) -> bool:
 
 
 def _dataset(value: Any) -> bool:
-    return isinstance(value, dict) and _text(value.get("name")) and SHA256.fullmatch(str(value.get("sha256"))) is not None
+    return (
+        isinstance(value, dict) and _text(value.get("name")) and SHA256.fullmatch(str(value.get("sha256"))) is not None
+    )
 
 
 def _wire(value: Any) -> bool:

@@ -275,7 +275,9 @@ def test_an_edited_answer_is_refused(recorded: Recorded, tmp_path: Path) -> None
     cassette = two / name
     cassette.write_text(cassette.read_text(encoding="utf-8").replace('\\"noul\\": 0.', '\\"noul\\": 0.9'), "utf-8")
     line = refused(tmp_path, [one, two, three])
-    assert line.startswith(f"shard 2 of {COUNT} ({two}): field 'answers': {name}: its answers are not the ones recorded")
+    assert line.startswith(
+        f"shard 2 of {COUNT} ({two}): field 'answers': {name}: its answers are not the ones recorded"
+    )
 
 
 def test_a_listed_cassette_that_is_gone_is_refused(recorded: Recorded, tmp_path: Path) -> None:

@@ -65,9 +65,15 @@ def test_the_ini_key_and_the_header(pytester: pytest.Pytester) -> None:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("--sys1cal-shard=5/4",), "*argument --sys1cal-shard: '5/4' is not a shard: I/N needs 1 ≤ I ≤ N (N ≥ 1), e.g. 2/4"),
+        (
+            ("--sys1cal-shard=5/4",),
+            "*argument --sys1cal-shard: '5/4' is not a shard: I/N needs 1 ≤ I ≤ N (N ≥ 1), e.g. 2/4",
+        ),
         (("--sys1cal-shard=93/93",), "*93 shards of a dataset with 92 latent problems*use at most 92 shards*"),
-        (("--sys1cal-shard=1/2", "--sys1cal-baseline=jev-1.13.0"), "*a shard gates nothing, the upgrade gate included*"),
+        (
+            ("--sys1cal-shard=1/2", "--sys1cal-baseline=jev-1.13.0"),
+            "*a shard gates nothing, the upgrade gate included*",
+        ),
     ],
 )
 def test_refused_in_one_line(pytester: pytest.Pytester, args: tuple[str, ...], expected: str) -> None:
