@@ -100,7 +100,7 @@ def check_folder(folder: CassetteFolder, run: ShardRun | None, merge_hint: str) 
     found = shard_manifest.read_if_any(folder.path)
     path = folder.path / shard_manifest.SHARD_MANIFEST
     if found is None:
-        if run is not None and folder.recording and folder.manifest is not None and folder.record_mode != "all":
+        if run is not None and folder.recording and folder.manifest is not None:
             raise InputError(
                 f"{folder.path}: holds a recording of the whole version (its manifest, no "
                 f"{shard_manifest.SHARD_MANIFEST}), and a shard records into a folder of its own: give this shard "

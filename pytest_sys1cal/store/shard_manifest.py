@@ -173,7 +173,11 @@ _FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "seed": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number ≥ 0"),
     "plugin_version": (_text, "the pytest-sys1cal version that recorded it (text)"),
     "command": (
-        lambda v: isinstance(v, list) and v[:2] == ["pytest", "--sys1cal"] and all(isinstance(a, str) for a in v),
+        lambda v: (
+            isinstance(v, list)
+            and v[:2] == ["pytest", "--sys1cal"]
+            and all(isinstance(a, str) and a.isprintable() for a in v)
+        ),
         'the command that resumes the shard, as a list of arguments starting "pytest", "--sys1cal"',
     ),
     "source": (lambda v: v == "recorded", "'recorded' (a shard records live answers)"),
