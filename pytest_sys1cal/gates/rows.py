@@ -128,7 +128,7 @@ class GateSummary:
     failed: tuple[GateRow, ...]  # FAILED
     inconclusive: tuple[GateRow, ...]  # inconclusive comparisons that count against the run
     tolerated: tuple[GateRow, ...]  # inconclusive comparisons let pass by regression.inconclusive: pass
-    undecided: tuple[GateRow, ...]  # neither passed nor failed (not measured, inconclusive, not applicable)
+    not_decided: tuple[GateRow, ...]  # neither passed nor failed: not measured, inconclusive, not applicable
     not_applicable: tuple[GateRow, ...]  # a threshold gate on a run of part of the dataset
     absolute: tuple[GateRow, ...]  # thresholds.yaml's gates
     upgrade: tuple[GateRow, ...]  # the upgrade gate's rows
@@ -148,7 +148,7 @@ def summarize(gates: Iterable[GateRow]) -> GateSummary:
     for gate in rows:
         verdicts[gate.verdict] = verdicts.get(gate.verdict, 0) + 1
     inconclusive = tuple(gate for gate in rows if Verdict(gate.verdict) == Verdict.INCONCLUSIVE)
-    undecided = (Verdict.NOT_MEASURED, Verdict.INCONCLUSIVE, Verdict.NOT_APPLICABLE)
+    neither = (Verdict.NOT_MEASURED, Verdict.INCONCLUSIVE, Verdict.NOT_APPLICABLE)
     return GateSummary(
         rows=rows,
         outcome=outcome(rows),
@@ -156,7 +156,7 @@ def summarize(gates: Iterable[GateRow]) -> GateSummary:
         failed=tuple(gate for gate in rows if Verdict(gate.verdict) == Verdict.FAILED),
         inconclusive=tuple(gate for gate in inconclusive if not is_tolerated(gate)),
         tolerated=tuple(gate for gate in inconclusive if is_tolerated(gate)),
-        undecided=tuple(gate for gate in rows if Verdict(gate.verdict) in undecided),
+        not_decided=tuple(gate for gate in rows if Verdict(gate.verdict) in neither),
         not_applicable=tuple(gate for gate in rows if Verdict(gate.verdict) == Verdict.NOT_APPLICABLE),
         absolute=tuple(gate for gate in rows if not gate.is_upgrade),
         upgrade=tuple(gate for gate in rows if gate.is_upgrade),

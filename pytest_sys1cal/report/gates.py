@@ -41,7 +41,7 @@ def gate_table(gates: GateSummary) -> Table | None:
     rows = [[g.name, *_observed_and_limit(g), str(g.verdict)] for g in gates.rows]
     notes = [", ".join(f"{n} {verdict}" for verdict, n in gates.verdicts.items())]
     # One note per distinct reason a gate was not decided (a -k subset would repeat one reason 21 times).
-    notes += [reason for reason in dict.fromkeys(g.explanation for g in gates.undecided) if reason]
+    notes += [reason for reason in dict.fromkeys(g.explanation for g in gates.not_decided) if reason]
     return Table(title="Gates", columns=["gate", "observed", "limit", "verdict"], rows=rows, notes=notes)
 
 

@@ -78,7 +78,8 @@ def _closed_recording(run: Sys1CalRun) -> list[Line]:
     try:
         close_recording(run)
     except OSError as exc:
-        run.recording_closed = True
+        if run.recording is not None:  # its end was tried: not tried again
+            run.recording.settled = True
         run.outputs.failed = True  # the run's exit status says a file it should have written is missing
         where = written_for(exc, run.folder.path / MANIFEST)
         return [

@@ -36,7 +36,7 @@ def test_every_row_is_counted_in_the_bucket_its_verdict_puts_it_in() -> None:
     assert names(summary.failed_upgrade) == ["regression.score.mean_ovl"]
     assert names(summary.inconclusive) == ["regression.choice.mean_ovl"]  # the tolerated one counts apart
     assert names(summary.tolerated) == ["regression.noul.mean_ovl"]
-    assert names(summary.undecided) == [
+    assert names(summary.not_decided) == [
         "score.max_ece",
         "regression.noul.mean_ovl",
         "regression.choice.mean_ovl",

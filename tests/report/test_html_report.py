@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("matplotlib", reason="the HTML report needs the html extra: pip install 'pytest-sys1cal[html]'")
 
 from pytest_sys1cal.report.html import _header, render_html, table_html  # noqa: E402
-from pytest_sys1cal.run_report import Report  # noqa: E402
 from pytest_sys1cal.report.paper_tables import build_tables  # noqa: E402
 from pytest_sys1cal.report.table import Table  # noqa: E402
+from pytest_sys1cal.run_report import Report  # noqa: E402
 from tests.reports import golden, shifted_baseline, with_comparison  # noqa: E402
 
 # Draws every figure of whole runs with matplotlib.
