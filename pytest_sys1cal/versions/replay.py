@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from ..codec import Codec
 from ..dataset import Dataset, Rendering
 from ..errors import InputError, MeasurementError
 from ..gates.schema import Thresholds
@@ -116,7 +117,8 @@ def replay_folder(
     """Every rendering of `dataset` replayed from `folder` with the manifest's questions and repeats, in the
     dataset's order. A rendering that cannot be replayed gets a failed row saying why (a missing cassette is
     said without opening vcrpy); a fatal error (every rendering would fail alike) raises MeasurementError."""
-    measurer = Measurer(adapter, folder, folder.questions, folder.repeats(None), advice=ReplayAdvice(folder))
+    codec = Codec(adapter, folder.questions, folder.repeats(None))
+    measurer = Measurer(codec, folder, advice=ReplayAdvice(folder))
     rows: list[ResultRow] = []
     total, failed = len(dataset.renderings), 0
     try:
