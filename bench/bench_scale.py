@@ -52,10 +52,11 @@ import json, re, resource, subprocess, sys, time
 start = time.perf_counter()
 done = subprocess.run(sys.argv[2:], cwd=sys.argv[1], capture_output=True, text=True)
 elapsed = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+peak, cpu = usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 found = re.search(r"analysis and reports of \d+ renderings: ([\d.]+) s", done.stdout)
-print(json.dumps({"seconds": elapsed, "peak_mb": peak, "rc": done.returncode, "analysis": float(found.group(1)) if found else None,
-                  "tail": done.stdout[-400:] + done.stderr[-400:]}))
+print(json.dumps({"seconds": elapsed, "cpu": cpu, "peak_mb": peak, "rc": done.returncode,
+                  "analysis": float(found.group(1)) if found else None, "tail": done.stdout[-400:] + done.stderr[-400:]}))
 """
 TRIVIAL = """
 import pytest
@@ -249,8 +250,10 @@ def median(runs: list[dict[str, float]], key: str) -> float | None:
 def report(cases: list[Case], trees: dict[str, tuple[Path | None, bool]], *, xdist: bool, rounds: int) -> None:
     print(f"medians of {rounds} interleaved rounds; wall time of the whole pytest process, peak RSS of that process")
     print("µs/rendering: (plugin − trivial) ÷ renderings; replay µs: the same without the analysis and reports,")
-    print("which the plugin times itself; KB/rendering: (plugin − trivial peak RSS) ÷ renderings")
-    head = f"{'renderings':>10} {'plugin':>6} {'trivial s':>9} {'plugin s':>9} {'ratio':>6} {'µs/rendering':>12}"
+    print("which the plugin times itself; KB/rendering: (plugin − trivial peak RSS) ÷ renderings; cpu: the same two")
+    print("of CPU time (user + system, every thread), which other load on a shared machine moves far less than wall")
+    head = f"{'renderings':>10} {'plugin':>10} {'trivial s':>9} {'plugin s':>9} {'ratio':>6} {'µs/rendering':>12}"
+    head += f" {'cpu ratio':>9} {'cpu µs':>6}"
     head += f" {'replay µs':>9} {'analysis s':>10} {'trivial MB':>10} {'plugin MB':>9} {'KB/rendering':>12}"
     if xdist:
         head += f" {'-n2/-n0 plugin':>14} {'-n2/-n0 trivial':>15}"
@@ -268,8 +271,10 @@ def _row(case: Case, name: str, xdist: bool) -> str:
     p_s, p_mb, analysis = median(runs, "seconds"), median(runs, "peak_mb"), median(runs, "analysis")
     assert t_s and t_mb and p_s and p_mb
     replay = "—" if analysis is None else f"{(p_s - analysis - t_s) / case.size * 1e6:.0f}"
+    t_cpu, p_cpu = median(trivial, "cpu") or 0.0, median(runs, "cpu") or 0.0
     line = (
-        f"{case.size:>10} {name:>6} {t_s:>9.2f} {p_s:>9.2f} {p_s / t_s:>6.2f} {(p_s - t_s) / case.size * 1e6:>12.0f}"
+        f"{case.size:>10} {name:>10} {t_s:>9.2f} {p_s:>9.2f} {p_s / t_s:>6.2f} {(p_s - t_s) / case.size * 1e6:>12.0f}"
+        f" {p_cpu / t_cpu if t_cpu else 0:>9.2f} {(p_cpu - t_cpu) / case.size * 1e6:>6.0f}"
         f" {replay:>9} {'—' if analysis is None else f'{analysis:.2f}':>10} {t_mb:>10.0f} {p_mb:>9.0f}"
         f" {(p_mb - t_mb) * 1024 / case.size:>12.1f}"
     )
@@ -288,8 +293,12 @@ def _slope(small: Case, large: Case, name: str) -> str:
 
     n = large.size - small.size
     seconds = (extra(large, "seconds") - extra(small, "seconds")) / n * 1e6
+    cpu = (extra(large, "cpu") - extra(small, "cpu")) / n * 1e6
     memory = (extra(large, "peak_mb") - extra(small, "peak_mb")) * 1024 / n
-    return f"{'marginal':>10} {name:>6} from {small.size} to {large.size} renderings: {seconds:.0f} µs and {memory:.1f} KB per rendering"
+    return (
+        f"{'marginal':>10} {name:>10} from {small.size} to {large.size} renderings: {seconds:.0f} µs ({cpu:.0f} µs of CPU)"
+        f" and {memory:.1f} KB per rendering"
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ and removes those it read (a segment it did not read is left alone)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -30,7 +31,7 @@ from urllib.parse import urlsplit
 
 from ..files import write_atomic
 from ..questions import SCORE
-from ..results import ResultRow
+from ..results import Layout, ResultRow
 from ..vocabulary import SCORE_LEVELS
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ MAX_SEGMENTS = 8
 FLUSH_EVERY = 8192  # new entries held in memory before they are written as a segment
 NO_DIGESTS = "-"  # the answers field of an entry for a folder whose manifest keeps no digests
 SUM_TOLERANCE = 1e-9  # a cached distribution was renormalised by its parse: it sums to 1 but for rounding
+_DOUBLE = array("d").itemsize
 
 
 def requests_key(requests: Sequence[WireRequest]) -> str:
@@ -151,51 +153,89 @@ class ReplayCache:
         if server_model is not None and not isinstance(server_model, str):
             return None
         if layout_text == "-":
-            samples = json.loads(samples_text)
-            row = ResultRow(rendering.instance_id, samples_text, server_model)
-        else:
-            layout = tuple((key, int(count)) for key, _, count in (p.rpartition(":") for p in layout_text.split(",")))
-            values = bytes.fromhex(samples_text)
-            width = sum(max(count, 1) for _, count in layout) * array("d").itemsize
-            if not values or len(values) % width:
+            if not checked_samples(json.loads(samples_text), self._repeats, self._questions):
                 return None
-            row = ResultRow.packed(rendering, layout, values, server_model)
-            samples = row.samples
-        return row if checked_samples(samples, self._repeats, self._questions) else None
+            return ResultRow(rendering.instance_id, samples_text, server_model)
+        layout = _layout(layout_text)
+        values = bytes.fromhex(samples_text)
+        if not checked_packed(layout, values, self._repeats, self._questions):
+            return None
+        return ResultRow.packed(rendering, layout, values, server_model)
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(text: str) -> Layout:
+    """A packed row's layout from its text, ``key:count,…`` (a cache holds a few distinct ones)."""
+    return tuple((key, int(count)) for key, _, count in (part.rpartition(":") for part in text.split(",")))
 
 
 def checked_samples(samples: Any, repeats: int, questions: Sequence[str]) -> bool:
     """Whether `samples` could be what parsing `repeats` repeats of answers to `questions` gave: one sample per
-    repeat, each answering every question; every number a probability (finite, in [0, 1]); the Score a
-    distribution over its SCORE_LEVELS levels."""
+    repeat, each answering every question with a probability (a finite float in [0, 1]), the Score with a
+    distribution over its SCORE_LEVELS levels; any other value a probability or a list or object of them (a
+    SemIf sample's coverage per question)."""
     if not isinstance(samples, list) or len(samples) != repeats:
         return False
     for sample in samples:
         if not isinstance(sample, dict) or not all(question in sample for question in questions):
             return False
         for key, value in sample.items():
-            if key == SCORE and not _distribution(value):
-                return False
-            if not _probabilities(value):
+            if key == SCORE:
+                if not _distribution(value):
+                    return False
+            elif not (_probability(value) if key in questions else _probabilities(value)):
                 return False
     return True
 
 
+def checked_packed(layout: Layout, values: bytes, repeats: int, questions: Sequence[str]) -> bool:
+    """checked_samples for samples packed as doubles (results.py), read off the numbers without unpacking them."""
+    shape = _shape(layout, tuple(questions))
+    if shape is None or len(values) != shape[0] * repeats * _DOUBLE:
+        return False
+    numbers = array("d", values)
+    # One sum finds a NaN or an infinity (NaN is no number's bound), then the bounds; each Score a distribution.
+    if not math.isfinite(sum(numbers)) or min(numbers) < 0.0 or max(numbers) > 1.0:
+        return False
+    width, score = shape
+    if score is not None:
+        for start in range(score, len(numbers), width):
+            if abs(math.fsum(numbers[start : start + SCORE_LEVELS]) - 1.0) > SUM_TOLERANCE:
+                return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def _shape(layout: Layout, questions: tuple[str, ...]) -> tuple[int, int | None] | None:
+    """(doubles per sample, where the Score's begin in one) when `layout` could be a parse's of `questions`: every
+    question once, each one number but the Score, its SCORE_LEVELS; None when it could not."""
+    keys = [key for key, _ in layout]
+    if not layout or len(set(keys)) != len(keys) or not all(question in keys for question in questions):
+        return None
+    for key, count in layout:
+        if (key == SCORE or key in questions) and count != (SCORE_LEVELS if key == SCORE else 0):
+            return None
+    widths = [count or 1 for _, count in layout]
+    return sum(widths), (sum(widths[: keys.index(SCORE)]) if SCORE in keys else None)
+
+
+def _probability(value: Any) -> bool:
+    return type(value) is float and 0.0 <= value <= 1.0  # NaN fails it
+
+
 def _probabilities(value: Any) -> bool:
-    """A probability, or a list or object of them (a SemIf sample's coverage per question)."""
-    if type(value) is float:
-        return 0.0 <= value <= 1.0  # NaN fails it
+    """A probability, or a list or object of them."""
     if isinstance(value, list):
         return bool(value) and all(_probabilities(item) for item in value)
     if isinstance(value, dict):
         return bool(value) and all(_probabilities(item) for item in value.values())
-    return False
+    return _probability(value)
 
 
 def _distribution(value: Any) -> bool:
     return (
         isinstance(value, list)
         and len(value) == SCORE_LEVELS
-        and _probabilities(value)
+        and all(_probability(item) for item in value)
         and abs(math.fsum(value) - 1.0) <= SUM_TOLERANCE
     )

@@ -3,7 +3,7 @@ gate's baseline (upgrade_baseline.py) and every version of a model side by side 
 
 Pure of the run's glue: it imports no pytest, options or advice, and replays through the `Measurer` exactly
 as a run does (the fast byte-equal path first; vcrpy's matchers, imported lazily inside measure.py, only for
-a request that is not byte-equal to a recording). The folder is opened read-only in record mode ``none``, so
+a request that is not byte-equal to a recording), but without the replay cache: every cassette is read. The folder is opened read-only in record mode ``none``, so
 nothing is ever recorded into it, and its report is built by the run's own pure `build_report`: a version
 replayed here gives the numbers a ``pytest --sys1cal`` run of it gives.
 """

@@ -241,5 +241,7 @@ def test_a_cache_dir_inside_the_cassette_root_is_not_used(pytester: pytest.Pytes
     inside = root / ".cache"
     result, _ = replay(pytester, root, "inside", *CHEAP, "-o", f"cache_dir={inside}", "-k", "compound__seed_000042")
     result.assert_outcomes(passed=3, deselected=362)
-    result.stdout.fnmatch_lines(["sys1cal: pytest's cache dir lies inside the cassette root *replay cache is not used*"])
+    result.stdout.fnmatch_lines(
+        ["sys1cal: pytest's cache dir lies inside the cassette root *replay cache is not used*"]
+    )
     assert not list(inside.glob(f"d/{CACHE_NAME}/*/*.tsv"))

@@ -18,7 +18,7 @@ from pytest_sys1cal.redact import Redactor
 from pytest_sys1cal.results import ResultRow
 from pytest_sys1cal.store.folder import CassetteFolder
 from pytest_sys1cal.store.replay import CassetteReplay
-from pytest_sys1cal.store.replay_cache import MAX_SEGMENTS, ReplayCache, checked_samples
+from pytest_sys1cal.store.replay_cache import MAX_SEGMENTS, ReplayCache, checked_packed, checked_samples
 
 REPO = Path(__file__).resolve().parent.parent.parent
 QUESTIONS = ("noul", "choice", "choice_swapped", "score")
@@ -42,6 +42,17 @@ def test_every_row_a_bundled_set_replays_to_passes_the_check(model: str, version
     for rendering in load_dataset("sys1cal-v1").renderings:
         row = replay.row(rendering)
         assert row is not None and checked_samples(row.samples, codec.repeats, codec.question_ids), rendering
+        if row.values is not None:  # the check a cached row of doubles gets
+            assert checked_packed(row.layout, row.values, codec.repeats, codec.question_ids), rendering
+
+
+def cached(tmp_path: Path, sample: dict[str, Any], repeats: int = 1) -> ResultRow | None:
+    """What a cache holding `sample` (packed as doubles where it can be, else JSON: results.py) gives back."""
+    r = rendering()
+    cache = ReplayCache(tmp_path, STAMP, "e" * 64, repeats, QUESTIONS)
+    cache.add(key("k"), ResultRow.measured(r, [sample], server_model="m"))
+    cache.flush()
+    return ReplayCache(tmp_path, STAMP, "e" * 64, repeats, QUESTIONS).row(r, key("k"))
 
 
 @pytest.mark.parametrize(
@@ -54,24 +65,32 @@ def test_every_row_a_bundled_set_replays_to_passes_the_check(model: str, version
         ("noul", 1),  # an int: a parse always gives floats
         ("noul", True),
         ("noul", None),
+        ("noul", [0.5]),  # a list where a question's one probability belongs
         ("choice", "0.5"),
         ("score", [0.2] * 10),  # sums to 2
         ("score", [0.5, 0.5]),  # not the 10 levels
         ("score", [float("nan")] + [0.1] * 9),
+        ("score", 0.5),
         ("coverage", {"noul": 1.5}),
+        ("coverage", {"noul": float("nan")}),
     ],
 )
-def test_a_value_no_parse_gives_is_refused(change: str, value: Any) -> None:
+def test_a_value_no_parse_gives_is_refused(tmp_path: Path, change: str, value: Any) -> None:
+    """Through a real cache, in whichever form results.py keeps the row: doubles, or JSON text."""
+    assert cached(tmp_path / "good", good_sample()) is not None
+    assert cached(tmp_path / "coverage", {**good_sample(), "coverage": {"noul": 0.5}}) is not None
     sample = good_sample()
-    assert checked_samples([sample], 1, QUESTIONS)
     sample[change] = value
+    assert cached(tmp_path / "changed", sample) is None
     assert not checked_samples([sample], 1, QUESTIONS)
 
 
-def test_the_shape_must_be_the_runs() -> None:
-    assert not checked_samples([good_sample()], 2, QUESTIONS)  # one sample for two repeats
+def test_the_shape_must_be_the_runs(tmp_path: Path) -> None:
+    assert cached(tmp_path / "repeats", good_sample(), repeats=2) is None  # one sample for two repeats
+    assert not checked_samples([good_sample()], 2, QUESTIONS)
     missing = good_sample()
     del missing["choice_swapped"]
+    assert cached(tmp_path / "missing", missing) is None
     assert not checked_samples([missing], 1, QUESTIONS)
     assert not checked_samples({"noul": 0.5}, 1, ("noul",))
     assert checked_samples([{"noul": 0.0}, {"noul": 1.0}], 2, ("noul",))
