@@ -6,8 +6,9 @@ A cache, never evidence. An entry is a memo of one cassette's replay, keyed by e
 the sha256 of the cassette's bytes, of the run's requests and the manifest's digest of its answers, under a
 folder named by the digest of the stamp (the plugin version, the source of the code that turns a cassette into
 a row, the adapter and its settings, the questions and repeats: codec.py). A row read from it is checked like a
-parsed answer (`checked_samples`); an entry that is torn, out of range, or disagrees with another entry for the
-same key is not used, and the replay reads the cassette as without a cache (store/replay.py).
+parsed answer (`checked_samples`, `checked_packed`); an entry that is torn, out of range, or disagrees with
+another entry for the same key is not used, and the replay reads the cassette as without a cache
+(store/replay.py, which also audits one cached row in AUDIT against its cassette).
 
 Concurrency: each process appends nothing to a shared file. It writes the entries it derived as one segment of
 its own (atomically: a temporary file and a rename), and reads every segment there is; two xdist workers
