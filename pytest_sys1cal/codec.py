@@ -26,17 +26,6 @@ Answer = Callable[[WireRequest], WireResponse | None]  # a request's recorded re
 Requests = Sequence[WireRequest]  # one repeat's
 Row = ResultRow | None  # None: some request has no recorded answer
 
-# The modules that turn a cassette's bytes into a row (besides the adapter's own): a change to any of them,
-# released or not, makes every replay cache entry derived before it unusable, rather than trusted.
-REPLAY_CODE = (
-    __name__,
-    "pytest_sys1cal.results",
-    "pytest_sys1cal.models.base",
-    "pytest_sys1cal.store.cassette",
-    "pytest_sys1cal.store.replay",
-    "pytest_sys1cal.store.replay_cache",
-)
-
 
 class Codec:
     """One adapter's questions for a rendering, asked `repeats` times, and the row their answers give."""
@@ -132,18 +121,22 @@ class Codec:
 
 @functools.lru_cache(maxsize=8)
 def _code(kind: type) -> str | None:
-    """sha256 (first 16 hex digits) of the source of REPLAY_CODE and of the adapter's module and classes; None
-    when a source file cannot be read (then nothing is cached)."""
+    """sha256 (first 16 hex digits) of the plugin's source, every module of the package (a helper that parsing
+    reaches through an import cannot be left out by mistake), and of the modules of the adapter's classes (a
+    third party's); None when a source file cannot be read (then nothing is cached). Read once per process,
+    about 150 small files."""
     digest = hashlib.sha256()
-    modules = {*REPLAY_CODE, *(base.__module__ for base in kind.__mro__ if base is not object)}
-    for name in sorted(modules):
-        try:
+    package = Path(__file__).parent
+    try:
+        for path in sorted(package.rglob("*.py")):
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+        for name in sorted({base.__module__ for base in kind.__mro__ if base is not object}):
             source = _source(name)
             if source is None:
                 return None
             digest.update(name.encode() + b"\0" + Path(source).read_bytes())
-        except (TypeError, ValueError, ImportError, OSError):
-            return None
+    except (TypeError, ValueError, ImportError, OSError):
+        return None
     return digest.hexdigest()[:16]
 
 

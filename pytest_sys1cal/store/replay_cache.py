@@ -4,8 +4,8 @@ dir), so that a replay of a large folder hashes each cassette's bytes instead of
 
 A cache, never evidence. An entry is a memo of one cassette's replay, keyed by everything its row depends on:
 the sha256 of the cassette's bytes, of the run's requests and the manifest's digest of its answers, under a
-folder named by the digest of the stamp (the plugin version, the source of the code that turns a cassette into
-a row, the adapter and its settings, the questions and repeats: codec.py). A row read from it is checked like a
+folder named by the digest of the stamp (the plugin version, the digest of its source and of the adapter's,
+the adapter and its settings, the questions and repeats: codec.py). A row read from it is checked like a
 parsed answer (`checked_samples`, `checked_packed`); an entry that is torn, out of range, or disagrees with
 another entry for the same key is not used, and the replay reads the cassette as without a cache
 (store/replay.py, which also audits one cached row in AUDIT against its cassette).
