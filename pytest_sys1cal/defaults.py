@@ -30,3 +30,14 @@ UPGRADE_RESAMPLES = 2000
 # it accepts.
 RULE_RESAMPLES = 500
 RULE_MIN_RESAMPLES = 20
+
+# The upgrade gate recorded in rounds (--sys1cal-sequential; thresholds.yaml's `regression.sequential`): the
+# Lan–DeMets spending functions it offers, the default one, and the default number of rounds
+# (docs/statistics.md §7.2). The statistics are analysis/sequential_design.py's.
+OBRIEN_FLEMING = "obrien-fleming"
+POCOCK = "pocock"
+SPENDING = (OBRIEN_FLEMING, POCOCK)
+DEFAULT_SPENDING = OBRIEN_FLEMING
+DEFAULT_ROUNDS = 10
+# The probability the size advice of an inconclusive comparison decides it with (docs/statistics.md §7.5).
+UPGRADE_POWER = 0.8

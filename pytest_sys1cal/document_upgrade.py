@@ -23,11 +23,14 @@ class Design(TypedDict):
 
 
 class Advice(TypedDict):
-    """What would make an inconclusive comparison decisive: the verdict it heads for and how much more data."""
+    """What would decide an inconclusive comparison (docs/statistics.md §7.5): a recording made afresh of this
+    many paired renderings (latent problems), or with this many repeats per rendering in both recordings,
+    decides it, passed or FAILED, with probability `power` whatever the true Δ, at the observed spread."""
 
-    towards: str
     renderings: int | None
+    latent_problems: int | None
     repeats: int | None
+    power: float
     text: str
 
 

@@ -40,22 +40,25 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pytest_sys1cal.analysis.decisive import decisive_size  # noqa: E402
 from pytest_sys1cal.analysis.paired import pair_reports  # noqa: E402
 from pytest_sys1cal.analysis.power_estimates import intraclass_correlation  # noqa: E402
 from pytest_sys1cal.analysis.primitives import ovl  # noqa: E402
-from pytest_sys1cal.analysis.sequential import Paired, decisive_size, run_looks  # noqa: E402
+from pytest_sys1cal.analysis.sequential import Paired, run_looks  # noqa: E402
 from pytest_sys1cal.analysis.sequential_design import Design, problem_order  # noqa: E402
 from pytest_sys1cal.analysis.stats import Clusters  # noqa: E402
-from pytest_sys1cal.analysis.upgrade import Margin, _advice  # noqa: E402
+from pytest_sys1cal.analysis.upgrade import POWER, Margin  # noqa: E402
 from pytest_sys1cal.defaults import ALPHA, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES  # noqa: E402
 from pytest_sys1cal.vocabulary import PRIMITIVES, Verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
+NORMAL = NormalDist()
 DROP, FAIL_DROP = UPGRADE_DROP, UPGRADE_FAIL_DROP
 CELLS = {
     "+δ (better)": DROP,
@@ -149,6 +152,18 @@ def fixed_test(structure: Structure, d: np.ndarray, seed: int) -> tuple[str, dic
     return verdict, measured
 
 
+def heading_advice(measured: dict, margin: Margin, level: float) -> dict:
+    """The size advice analysis/upgrade.py gave before issue 40 (the rule decisive_size replaced there): 80 %
+    power at the observed Δ̂ towards the margin it is farther from, n = (z_{1−α} + z_{0.8})²·n·se²/gap², kept
+    here so that the table in docs/statistics.md §7.5 that compares the two can be printed again."""
+    diff, n, se = measured["difference"], measured["n"], measured["se"]
+    gaps = {Verdict.PASSED: diff + margin.drop, Verdict.FAILED: -margin.fail_drop - diff}
+    towards, gap = max(gaps.items(), key=lambda kv: kv[1])
+    z = NORMAL.inv_cdf(1 - level) + NORMAL.inv_cdf(POWER)
+    renderings = math.ceil(z**2 * n * se**2 / gap**2) if gap > 0 and se > 0 else n
+    return {"towards": towards, "renderings": renderings}
+
+
 def advice_check(structure: Structure, prim: str, delta: float, wanted: int, seed: int, sigma_w: float, repeats: int):
     """Follow `wanted` inconclusive fixed-design verdicts of one primitive (gated alone, level α) at true Δ:
     the size analysis/upgrade.py's advice asks for (sized for Δ̂ and the margin it heads for) and the size
@@ -171,7 +186,7 @@ def advice_check(structure: Structure, prim: str, delta: float, wanted: int, see
             continue
         found += 1
         measured["sigma_delta"] = math.sqrt(max(measured["sd_d"] ** 2 - within_sum / repeats, 0.0))
-        advice = _advice(measured, margin, repeats, ALPHA, ALPHA, within_sum)
+        advice = heading_advice(measured, margin, ALPHA)
         decisive = decisive_size(
             n=measured["n"], se=measured["se"], latent_problems=sizes.size, margin=margin, level=ALPHA,
             repeats=repeats, within_sum=within_sum,
@@ -196,7 +211,7 @@ def print_advice(structure: Structure, options: argparse.Namespace) -> None:
         f"\nInconclusive verdicts followed up ({options.advice} per cell, one primitive gated alone at level α; "
         "share decided by a fresh recording of the size asked for, ± MC s.e.; latent problems asked, median):"
     )
-    print("| primitive | true Δ | inconclusive | advice today: decided | its heading right | problems | "
+    print("| primitive | true Δ | inconclusive | old advice: decided | its heading right | problems | "
           "worst-case size: decided | problems | by repeats instead |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     for prim in structure.noise:

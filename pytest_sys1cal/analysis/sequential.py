@@ -11,7 +11,6 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -25,10 +24,9 @@ from .primitives import ovl
 from .sequential_design import DEFAULT_ROUNDS, DEFAULT_SPENDING, Design, problem_order
 from .stats import Clusters
 from .student_t import t_sf
-from .upgrade import POWER, Margin
+from .upgrade import Margin
 
 CONTINUE = "continue"
-_NORMAL = NormalDist()
 # The two one-sided tests of each primitive, as the fixed design names their families (§6.3): "worse" rejects
 # H0 Δ ≥ −δ₀ (a FAIL), "noninferior" rejects H0 Δ ≤ −δ (a pass).
 TESTS = ("worse", "noninferior")
@@ -312,45 +310,3 @@ def describe(outcome: Outcome, design: Design, margins: Mapping[str, Margin]) ->
 
 def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
-
-
-# ---------------------------------------------------------------------------------------------- what would decide it
-
-
-def decisive_size(
-    *,
-    n: int,
-    se: float,
-    latent_problems: int,
-    margin: Margin,
-    level: float,
-    repeats: int,
-    within_sum: float | None = None,
-    power: float = POWER,
-) -> dict[str, Any]:
-    """How large a recording decides this comparison (passed or FAILED) with probability `power` whatever the
-    true Δ, at the observed spread (docs/statistics.md §7.5). A recording whose Δ̂' has SE se' leaves it
-    undecided exactly when −δ₀ − z·se' ≤ Δ̂' ≤ −δ + z·se' (z = z_{1−level}): an interval centred on the middle
-    of the margins, so the worst true Δ is that middle, where P(undecided) = 2Φ(z − g/se') − 1, g = (δ − δ₀)/2.
-    It is at most 1 − power when se' ≤ s = g/(z − z_{1−power/2}). More latent problems: se' scales as
-    1/√(renderings) at this comparison's n·se² (its per-rendering variance times its design effect). More
-    repeats r' in both recordings: only the repeat part of n·se², within_sum/r (within_sum = σ²_w,new +
-    σ²_w,base, not shared between renderings), changes, so n·se'² = n·se² − within_sum/r + within_sum/r' ≤ n·s²,
-    when the repeat noise is known and repeats alone can do it. None of either when δ₀ = δ: a difference on
-    the margin is never decided. Which way it decides depends on Δ, which the recording could not pin down."""
-    gap = (margin.drop - margin.fail_drop) / 2
-    out: dict[str, Any] = {"gap": gap, "power": power, "renderings": None, "latent_problems": None, "repeats": None}
-    if gap <= 0 or n < 1 or not se > 0:
-        return out
-    z = _NORMAL.inv_cdf(1 - level) - _NORMAL.inv_cdf(1 - power / 2)
-    if z <= 0:  # a level this loose decides the middle at any size
-        return out
-    target = (gap / z) ** 2  # se'² that decides
-    renderings = math.ceil(n * se**2 / target)
-    out["renderings"] = renderings
-    out["latent_problems"] = max(2, math.ceil(renderings * latent_problems / n))
-    if within_sum is not None and within_sum > 0:
-        room = n * target - n * se**2 + within_sum / repeats  # what within_sum/r' may be
-        if room > 0:
-            out["repeats"] = max(math.ceil(within_sum / room), repeats)
-    return out

@@ -13,11 +13,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-OBRIEN_FLEMING = "obrien-fleming"
-POCOCK = "pocock"
-SPENDING = (OBRIEN_FLEMING, POCOCK)
-DEFAULT_SPENDING = OBRIEN_FLEMING
-DEFAULT_ROUNDS = 10
+# The spending functions' names and the design's defaults are shared with thresholds.yaml's reader (defaults.py).
+from ..defaults import DEFAULT_ROUNDS, DEFAULT_SPENDING, OBRIEN_FLEMING, POCOCK, SPENDING  # noqa: F401
 
 # A look whose share of α is below this has no finite critical value: the chance of stopping there is
 # smaller than anything a recording could show, and the normal tail cannot be inverted that far.

@@ -12,15 +12,16 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ..defaults import UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
+from ..defaults import UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_POWER, UPGRADE_RESAMPLES
 from ..document import ReportDocument
 from ..document_upgrade import Advice, Design, GroupDifference, UpgradeMetric, UpgradeResult
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
+from .decisive import decisive_size
 from .paired import Paired, holm, pair_reports, per_repeat_ovl, within_variance
 from .primitives import ovl
 from .stats import Clusters
 
-POWER = 0.8  # of the sample-size advice for inconclusive verdicts
+POWER = UPGRADE_POWER  # of the size advice for inconclusive verdicts and of the design check
 GROUP_LEVEL = 0.95  # per-family two-sided percentile intervals, one per cell, not corrected for the number of cells
 _NORMAL = NormalDist()
 
@@ -227,50 +228,61 @@ def _noise(out: UpgradeMetric, paired: Paired, prim: str) -> float | None:
 def _advice(
     out: UpgradeMetric, margin: Margin, repeats: int, pass_level: float, fail_level: float, within_sum: float | None
 ) -> Advice:
-    """How much more data would make this metric decisive, from the paired sample-size formula (docs/statistics.md §6.2)
-    evaluated at the observed difference: n = (z_{1−α} + z_{power})² · V / gap², V = n·se² (per-item
-    variance of D including the design effect), gap = distance from Δ̂ to the margin it is heading for."""
-    diff, n, se = out["difference"] or 0.0, out["n"], out["se"]  # a decided metric has its difference
-    gaps = {Verdict.PASSED: diff + margin.drop, Verdict.FAILED: -margin.fail_drop - diff}
-    heading, gap = max(gaps.items(), key=lambda kv: kv[1])
-    advice: Advice = {"towards": heading, "renderings": None, "repeats": None, "text": ""}
-    if gap <= 0 or se == 0:
+    """How large a new recording would decide this inconclusive comparison, passed or FAILED, with POWER
+    probability whatever the true Δ, at the observed spread (analysis/decisive.py; docs/statistics.md §7.5),
+    each test at the stricter of its two Holm levels. (Sizing for POWER at the observed Δ̂ towards one margin,
+    the rule before it, decided the way it named only about half the time: an inconclusive Δ̂ cannot say on
+    which side of the middle the true Δ lies.)"""
+    n, se, problems = out["n"], out["se"], out["latent_problems"]
+    size = decisive_size(
+        n=n,
+        se=se,
+        latent_problems=problems,
+        margin=margin,
+        level=min(pass_level, fail_level),
+        repeats=repeats,
+        within_sum=within_sum,
+        power=POWER,
+    )
+    advice: Advice = {
+        "renderings": size["renderings"],
+        "latent_problems": size["latent_problems"],
+        "repeats": size["repeats"],
+        "power": POWER,
+        "text": "",
+    }
+    if size["renderings"] is None:
         advice["text"] = (
-            "the observed difference sits on the margin, so no number of renderings or repeats would decide it"
+            "with fail_drop_mean_ovl equal to max_drop_mean_ovl a difference on the margin is never decided, so no "
+            "number of renderings or repeats would decide it; set fail_drop_mean_ovl below max_drop_mean_ovl"
+            if margin.fail_drop >= margin.drop
+            else "the comparison shows no spread, so no size for it can be estimated"
         )
         return advice
-    level = pass_level if heading == Verdict.PASSED else fail_level
-    z = _NORMAL.inv_cdf(1 - level) + _NORMAL.inv_cdf(POWER)
-    need_n = math.ceil(z**2 * n * se**2 / gap**2)
-    advice["renderings"] = need_n
-    verdict = "a pass" if heading == Verdict.PASSED else "a fail"
-    if need_n <= n:
+    chance = f"with {POWER:.0%} probability whatever the true Δ"
+    afresh = "in a recording made afresh (adding to this one and testing again would void the error rate)"
+    if size["renderings"] <= n:
         advice["text"] = (
-            f"a difference of {diff:+.4f} is within reach of the current {n} paired renderings ({POWER:.0%} power "
-            f"needs about {need_n} for {verdict}); this recording fell just short, and re-running until it passes "
-            "would void the error rate"
+            f"at its spread, its own {n} paired renderings decide it, passed or FAILED, {chance}, and this "
+            f"recording is one of the other {1 - POWER:.0%}; re-running until it passes would void the error rate"
         )
         return advice
-    ways = [f"about {need_n} paired renderings (now {n})"]
+    ways = [
+        f"about {size['renderings']} paired renderings, {size['latent_problems']} latent problems (now {n}, {problems})"
+    ]
     note = ""
-    deff = out.get("design_effect")
-    sigma_delta = out.get("sigma_delta")
-    if within_sum is not None and deff and sigma_delta is not None:
-        room = n * gap**2 / (z**2 * deff) - sigma_delta**2  # what Var(D) may be, minus the item-to-item part
-        if room > 0:
-            need_r = max(math.ceil(within_sum / room), repeats + 1)
-            advice["repeats"] = need_r
-            ways.append(f"about {need_r} repeats per rendering in both recordings (now {repeats})")
-        else:
-            note = (
-                f"; more repeats alone would not do it (the change itself varies from rendering to rendering, "
-                f"σ_Δ = {sigma_delta:.3f})"
-            )
+    if size["repeats"] is not None:
+        ways.append(f"about {size['repeats']} repeats per rendering in both recordings (now {repeats})")
+    elif within_sum is not None and out.get("sigma_delta") is not None:
+        note = (
+            f"; more repeats alone would not do it (the change itself varies from rendering to rendering, "
+            f"σ_Δ = {out['sigma_delta']:.3f})"
+        )
     elif repeats < 2:
         note = "; with 1 repeat per rendering the repeat noise is unknown, so what more repeats would do cannot be said"
     advice["text"] = (
-        f"if the difference stays at {diff:+.4f}, {' or '.join(ways)} would make it {verdict} with "
-        f"{POWER:.0%} power{note}"
+        f"at its spread, {' or '.join(ways)} would decide it, passed or FAILED (which, this recording cannot "
+        f"say), {chance}, {afresh}{note}"
     )
     return advice
 

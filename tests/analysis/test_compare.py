@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_sys1cal.analysis.decisive import decisive_size
 from pytest_sys1cal.analysis.paired import PairingError, holm
 from pytest_sys1cal.analysis.upgrade import Margin, compare_reports
 from pytest_sys1cal.gates.schema import UpgradeConfig
@@ -200,7 +201,7 @@ def test_three_way_verdicts_and_fail_precedence() -> None:
             assert m["upper"] < -0.01
         else:
             assert m["lower"] <= -0.02 and m["upper"] >= -0.01
-            assert m["advice"]["towards"] in (PASS, FAIL) and m["advice"]["renderings"] > m["n"]
+            assert m["advice"]["renderings"] > m["n"] and m["advice"]["power"] == 0.8
         json.dumps(result, allow_nan=False)
 
 
@@ -238,13 +239,21 @@ def test_inconclusive_says_what_would_decide_it() -> None:
     assert advice["renderings"] > m["n"]
     assert advice["repeats"] is None and "more repeats alone would not do it" in advice["text"]
     assert advice["text"].startswith(
-        f"if the difference stays at {m['difference']:+.4f}, about {advice['renderings']} "
+        f"at its spread, about {advice['renderings']} paired renderings, {advice['latent_problems']} latent problems "
+        f"(now {m['n']}, {m['latent_problems']}) would decide it, passed or FAILED"
     )
+    # the size is decisive_size's at the stricter Holm level, whatever Δ̂ (§7.5)
+    level = min(1 - m["lower_level"], 1 - m["upper_level"])
+    size = decisive_size(
+        n=m["n"], se=m["se"], latent_problems=m["latent_problems"], margin=Margin(), level=level, repeats=R,
+        within_sum=2 * m["sigma_w"] ** 2,
+    )  # fmt: skip
+    assert advice["renderings"] == size["renderings"] and advice["latent_problems"] == size["latent_problems"]
     rows = {r.name: r.to_json() for r in evaluate_upgrade(UpgradeConfig(), new, base, 0)}
     row = rows["regression.choice.mean_ovl"]
     assert row["verdict"] == "inconclusive" and row["passed"] is None
     assert "neither shown within the margin" in row["explanation"]
-    assert f"paired renderings (now {J * K})" in row["explanation"]
+    assert f"latent problems (now {J * K}, {J})" in row["explanation"]
 
 
 def test_inconclusive_advice_with_repeat_noise_dominating() -> None:

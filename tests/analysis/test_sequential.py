@@ -13,7 +13,8 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from pytest_sys1cal.analysis.sequential import CONTINUE, SequentialError, decisive_size, sequential_compare
+from pytest_sys1cal.analysis.decisive import decisive_size
+from pytest_sys1cal.analysis.sequential import CONTINUE, SequentialError, sequential_compare
 from pytest_sys1cal.analysis.sequential_design import (
     OBRIEN_FLEMING,
     POCOCK,
