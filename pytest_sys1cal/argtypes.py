@@ -80,3 +80,17 @@ def shard_spec(text: str) -> str:
         return Shard.parse(text).spec
     except ShardError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
+
+
+def switch(text: str) -> bool:
+    """An ini key that turns a command-line switch on or off: true/yes/on/1 or false/no/off/0."""
+    word = text.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not on or off: write true or false")

@@ -16,6 +16,7 @@ from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from . import __version__
 from .document_decisions import Decisions, OptionSwap, Readout, RecalibratedReadout
+from .document_sequential import SequentialBlock
 from .document_upgrade import Comparison, UpgradeDetails
 from .errors import InputError
 from .vocabulary import REPORT_SCHEMA, Verdict
@@ -279,6 +280,7 @@ class ReportDocument(Analysis):
     interrupted: NotRequired[Interrupted]
     shard: NotRequired[ShardBlock]
     comparison: NotRequired[Comparison]
+    sequential: NotRequired[SequentialBlock]
 
 
 def report_document(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
+from .document_sequential import SequentialStanding
+
 
 class Design(TypedDict):
     """Whether the comparison can decide at its margin at all (docs/statistics.md §6.6)."""
@@ -80,6 +82,7 @@ class UpgradeMetric(TypedDict):
     sigma_delta: NotRequired[float | None]
     design: NotRequired[Design]
     advice: NotRequired[Advice]
+    sequential: NotRequired[SequentialStanding]  # a row judged in rounds (gates/upgrade_sequential.py)
 
 
 class UpgradeResult(TypedDict):

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 
 from .dataset import Dataset
 from .document import Counts, Interrupted, ReportDocument, ShardBlock, report_document
+from .document_sequential import SequentialBlock
 from .escape import quoted
 from .gates.rows import GateRow, GateSummary, Outcome, summarize
-from .gates.schema import Thresholds
+from .gates.schema import Thresholds, UpgradeConfig
 from .gates.upgrade_margins import upgrade_notices
+from .gates.upgrade_sequential import SequentialFacts
 from .results import ResultRow, analysis_rows
 
 
@@ -40,6 +42,8 @@ class RunFacts:
     write_gates: str | None = None
     # A run of one shard (--sys1cal-shard): the report's ``shard`` block; such a run gates nothing.
     shard: ShardBlock | None = None
+    # The upgrade gate recorded in rounds (--sys1cal-sequential, or a folder recorded so): its design and costs.
+    sequential: SequentialFacts | None = None
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,7 @@ def build_report(
         data["interrupted"] = interrupted
     if facts.shard is not None:  # only then: the report of a run of the whole dataset is unchanged
         data["shard"] = facts.shard
-    gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts.seed)
+    gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts)
     data["gates"] = [gate.to_json() for gate in gates]
     if baseline is not None:  # only then: a report without a baseline is unchanged
         from .gates.upgrade_verdict import comparison_block
@@ -139,19 +143,29 @@ def build_report(
 
 
 def _gates(
-    data: ReportDocument, total: int, thresholds: Thresholds | None, baseline: Baseline | None, seed: int
+    data: ReportDocument, total: int, thresholds: Thresholds | None, baseline: Baseline | None, facts: RunFacts
 ) -> list[GateRow]:
     """Every configured gate. On a run of the whole dataset a gate that could not be measured fails; on part
-    of it (-k, a stop, failed renderings) the threshold gates are not applicable."""
+    of it (-k, a stop, failed renderings, the rounds a sequential recording stopped at) the threshold gates are
+    not applicable. With the upgrade gate recorded in rounds its rows are the sequential design's, and the
+    report gets its ``sequential`` block."""
     from .gates.evaluate import evaluate, not_applicable, unmeasured_fails
     from .gates.upgrade import evaluate_upgrade
+    from .gates.upgrade_sequential import evaluate_sequential
 
-    partial = partial_run(data["counts"], total, data.get("interrupted"), data.get("shard"))
+    rows: list[GateRow] = []
+    if baseline is not None:
+        config = thresholds.regression if thresholds else UpgradeConfig()
+        if facts.sequential is not None:
+            rows, data["sequential"] = evaluate_sequential(
+                config, data, baseline.report, facts.sequential, seed=facts.seed, baseline_name=baseline.name
+            )
+        else:
+            rows = evaluate_upgrade(config, data, baseline.report, seed=facts.seed, baseline_name=baseline.name)
+    partial = partial_run(data["counts"], total, data.get("interrupted"), data.get("shard"), data.get("sequential"))
     gates = evaluate(thresholds, data) if thresholds is not None else []
     gates = not_applicable(gates, partial) if partial else unmeasured_fails(gates)
     if baseline is not None:
-        config = thresholds.regression if thresholds else None
-        rows = evaluate_upgrade(config, data, baseline.report, seed=seed, baseline_name=baseline.name)
         # A comparison describes the renderings it paired, so it stands on part of the dataset too; on a run
         # of the whole dataset a primitive that could not be compared fails rather than pass unseen.
         gates += rows if partial else unmeasured_fails(rows)
@@ -168,7 +182,11 @@ def interruption(facts: RunFacts, counts: Counts) -> Interrupted | None:
 
 
 def partial_run(
-    counts: Counts, total: int, interrupted: Interrupted | None = None, shard: ShardBlock | None = None
+    counts: Counts,
+    total: int,
+    interrupted: Interrupted | None = None,
+    shard: ShardBlock | None = None,
+    sequential: SequentialBlock | None = None,
 ) -> str | None:
     """Why this run measured less than the whole dataset (or, a shard's, gates nothing), or None."""
     if interrupted:
@@ -182,6 +200,14 @@ def partial_run(
             f"this run is shard {shard['index']} of {shard['count']} ({counts['renderings']} of {total} renderings, "
             f"{shard['latent_problems']} of {shard['of_latent_problems']} latent problems); threshold gates describe "
             "the whole dataset, so a shard gates nothing: merge the shards and replay the merged folder to gate it"
+        )
+    if sequential is not None and counts["renderings"] < total:
+        return (
+            f"the upgrade gate was recorded in rounds and holds {sequential['recorded_rounds']} of "
+            f"{sequential['design']['rounds']} ({sequential['latent_problems']} of "
+            f"{sequential['design']['latent_problems']} latent problems, {counts['renderings']} of {total} renderings); "
+            "threshold gates describe the whole dataset, so they are not applied to part of it: resume the recording "
+            "to the full dataset (record mode once without --sys1cal-sequential) to apply them"
         )
     if counts["renderings"] < total:
         return (

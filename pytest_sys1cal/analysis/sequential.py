@@ -272,10 +272,25 @@ def sequential_compare(
     """The sequential upgrade comparison of a recording of the first rounds: where it stands. JSON-able."""
     gated = [p for p in PRIMITIVES if p in set(primitives)]
     margins = {p: (margins or {}).get(p, Margin()) for p in gated}
-    paired, recorded, problems = paired_from_reports(new, baseline, gated, seed)
+    outcome, design = judge(new, baseline, rounds, spending, margins, alpha, seed, resamples)
+    return describe(outcome, design, margins)
+
+
+def judge(
+    new: ReportDocument,
+    baseline: ReportDocument,
+    rounds: int,
+    spending: str,
+    margins: Mapping[str, Margin],
+    alpha: float,
+    seed: int,
+    resamples: int = UPGRADE_RESAMPLES,
+) -> tuple[Outcome, Design]:
+    """Every look of a recording of the first rounds (each gated primitive a key of `margins`), and its design."""
+    paired, recorded, problems = paired_from_reports(new, baseline, margins, seed)
     design = Design.of(problems, rounds, alpha, spending)
     outcome = run_looks(paired, design, margins, recorded=recorded, alpha=alpha, seed=seed, resamples=resamples)
-    return describe(outcome, design, margins)
+    return outcome, design
 
 
 def describe(outcome: Outcome, design: Design, margins: Mapping[str, Margin]) -> dict[str, Any]:

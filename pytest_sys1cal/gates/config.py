@@ -12,14 +12,17 @@ from typing import Any
 
 import yaml
 
-from ..defaults import ALPHA, UPGRADE_DROP, UPGRADE_RESAMPLES
+from ..defaults import ALPHA, DEFAULT_ROUNDS, DEFAULT_SPENDING, SPENDING, UPGRADE_DROP, UPGRADE_RESAMPLES
 from ..vocabulary import PRIMITIVES
 from .kinds import KINDS, Gate, kinds_in
 from .schema import (
     INCONCLUSIVE_CHOICES,
     LAMBDA_FLAGS,
+    MAX_ROUNDS,
     REGRESSION_MARGIN_KEYS,
     SECTIONS,
+    SEQUENTIAL,
+    SEQUENTIAL_KEYS,
     Thresholds,
     ThresholdsError,
     UpgradeConfig,
@@ -154,6 +157,14 @@ class _Layers(Nodes):
         set_by.update(
             {k: (v.path, v.line) for k, v in zip(SHARED, (alpha, resamples, prims, inconclusive), strict=True) if v}
         )
+        spending, rounds = (get(f"{SEQUENTIAL}.{k}") for k in SEQUENTIAL_KEYS)
+        set_by.update(
+            {
+                f"{SEQUENTIAL}.{k}": (v.path, v.line)
+                for k, v in zip(SEQUENTIAL_KEYS, (spending, rounds), strict=True)
+                if v
+            }
+        )
         return UpgradeConfig(
             alpha=alpha.value if alpha else ALPHA,
             resamples=resamples.value if resamples else UPGRADE_RESAMPLES,
@@ -161,12 +172,102 @@ class _Layers(Nodes):
             drop=drop,
             fail_drop=fail_drop,
             inconclusive=inconclusive.value if inconclusive else INCONCLUSIVE_CHOICES[0],
+            spending=spending.value if spending else DEFAULT_SPENDING,
+            rounds=rounds.value if rounds else DEFAULT_ROUNDS,
             file=self.filename,
             set_by=set_by,
         )
 
 
-class _Reader(_Layers):
+class _Leaves(_Layers):
+    """The value of each key, checked against what the key allows."""
+
+    def margin_leaf(self, key: str, node: yaml.Node, path: str) -> float | None:
+        """regression.<primitive>.max_drop_mean_ovl or fail_drop_mean_ovl: a drop in mean OVL."""
+        return None if is_null(node) else self.number(node, path, 0.0, 1.0)
+
+    def sequential_leaf(self, key: str, node: yaml.Node, path: str) -> Any:
+        """regression.sequential.spending (a Lan–DeMets spending function) or .rounds (a whole number)."""
+        if is_null(node):
+            return None
+        value = self.scalar(node)
+        if key == "spending":
+            if not isinstance(value, str) or value not in SPENDING:
+                raise self.fail(
+                    line_of(node),
+                    path,
+                    f"expected {' or '.join(SPENDING)}, got {node_text(node)}: {DEFAULT_SPENDING} (the default) spends "
+                    "almost no error early, pocock spends it evenly (docs/statistics.md §7.2)",
+                )
+            return value
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ROUNDS:
+            raise self.fail(
+                line_of(node),
+                path,
+                f"expected a whole number of rounds from 1 to {MAX_ROUNDS}, got {node_text(node)} (1 round is the "
+                "fixed design: one look, at the whole dataset)",
+            )
+        return value
+
+    def leaf(self, section: str, key: str, node: yaml.Node, path: str) -> Any:
+        if is_null(node):
+            return None
+        if key in KINDS:
+            return KINDS[key].read(self, node, path)
+        if section == "uncertainty":  # alpha, the level of the λ test
+            return self.number(node, path, 0.0, 1.0, open_interval=True)
+        if section == "decisions":
+            return self.number(node, path, 0.0, math.inf, what="a cost")
+        # regression
+        if key == "alpha":
+            return self.number(node, path, 0.0, 1.0, open_interval=True)
+        if key == "inconclusive":
+            value = self.scalar(node)
+            if not isinstance(value, str) or value not in INCONCLUSIVE_CHOICES:
+                raise self.fail(
+                    line_of(node),
+                    path,
+                    f"expected fail or pass, got {node_text(node)}: fail (the default) fails the run on an "
+                    "inconclusive comparison, pass lets it pass with a notice",
+                )
+            return value
+        if key == "resamples":
+            value = self.scalar(node)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.fail(line_of(node), path, f"expected a whole number of resamples, got {node_text(node)}")
+            if not 200 <= value <= 100_000:
+                raise self.fail(line_of(node), path, f"{value} is outside the allowed range 200..100000")
+            return value
+        if key == "primitives":
+            if not isinstance(node, yaml.SequenceNode):
+                raise self.fail(
+                    line_of(node),
+                    path,
+                    f"expected a list of primitives (e.g. [noul, choice, score]), got {node_text(node)}",
+                )
+            names = []
+            for item in node.value:
+                name = self.scalar(item)
+                if not isinstance(name, str):
+                    raise self.fail(
+                        line_of(item), path, f"expected primitive names, found {node_text(item)} in the list"
+                    )
+                if name not in PRIMITIVES:
+                    close = difflib.get_close_matches(str(name), PRIMITIVES, n=1, cutoff=0.6)
+                    hint = f"; did you mean '{close[0]}'?" if close else ""
+                    raise self.fail(
+                        line_of(item), path, f"unknown primitive '{name}'{hint} Allowed: {', '.join(PRIMITIVES)}."
+                    )
+                if name in names:
+                    raise self.fail(line_of(item), path, f"'{name}' is listed twice")
+                names.append(name)
+            if not names:
+                raise self.fail(line_of(node), path, "the list is empty; remove the key to gate all three primitives")
+            return tuple(p for p in PRIMITIVES if p in names)
+        return self.number(node, path, 0.0, 1.0)  # max_drop_mean_ovl, fail_drop_mean_ovl
+
+
+class _Reader(_Leaves):
     """The file's structure: models, their sections and version layers, each key checked against the schema."""
 
     def parse_file(
@@ -263,16 +364,17 @@ class _Reader(_Layers):
                         f"Allowed keys: {', '.join(allowed)}.",
                     )
                 raise self.unknown(line_of(key_node), kpath, key, allowed)
-            if section == "regression" and key in PRIMITIVES:
+            if section == "regression" and (key in PRIMITIVES or key == SEQUENTIAL):
                 if is_null(value):
                     out[f"{key}.*"] = _Value(None, line_of(key_node), kpath)
                     continue
+                allowed_here = SEQUENTIAL_KEYS if key == SEQUENTIAL else REGRESSION_MARGIN_KEYS
                 for skey, skey_node, svalue in self.mapping(value, kpath, f"'regression.{key}'"):
                     spath = join(kpath, skey)
-                    if skey not in REGRESSION_MARGIN_KEYS:
-                        raise self.unknown(line_of(skey_node), spath, skey, REGRESSION_MARGIN_KEYS)
-                    number = None if is_null(svalue) else self.number(svalue, spath, 0.0, 1.0)
-                    out[f"{key}.{skey}"] = _Value(number, line_of(svalue), spath)
+                    if skey not in allowed_here:
+                        raise self.unknown(line_of(skey_node), spath, skey, allowed_here)
+                    read = self.sequential_leaf if key == SEQUENTIAL else self.margin_leaf
+                    out[f"{key}.{skey}"] = _Value(read(skey, svalue, spath), line_of(svalue), spath)
                 continue
             out[key] = _Value(self.leaf(section, key, value, kpath), line_of(value), kpath)
         if section == "uncertainty":
@@ -284,63 +386,6 @@ class _Reader(_Layers):
                     "require_lambda_positive and require_lambda_zero cannot both be true; keep one",
                 )
         return out
-
-    def leaf(self, section: str, key: str, node: yaml.Node, path: str) -> Any:
-        if is_null(node):
-            return None
-        if key in KINDS:
-            return KINDS[key].read(self, node, path)
-        if section == "uncertainty":  # alpha, the level of the λ test
-            return self.number(node, path, 0.0, 1.0, open_interval=True)
-        if section == "decisions":
-            return self.number(node, path, 0.0, math.inf, what="a cost")
-        # regression
-        if key == "alpha":
-            return self.number(node, path, 0.0, 1.0, open_interval=True)
-        if key == "inconclusive":
-            value = self.scalar(node)
-            if not isinstance(value, str) or value not in INCONCLUSIVE_CHOICES:
-                raise self.fail(
-                    line_of(node),
-                    path,
-                    f"expected fail or pass, got {node_text(node)}: fail (the default) fails the run on an "
-                    "inconclusive comparison, pass lets it pass with a notice",
-                )
-            return value
-        if key == "resamples":
-            value = self.scalar(node)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise self.fail(line_of(node), path, f"expected a whole number of resamples, got {node_text(node)}")
-            if not 200 <= value <= 100_000:
-                raise self.fail(line_of(node), path, f"{value} is outside the allowed range 200..100000")
-            return value
-        if key == "primitives":
-            if not isinstance(node, yaml.SequenceNode):
-                raise self.fail(
-                    line_of(node),
-                    path,
-                    f"expected a list of primitives (e.g. [noul, choice, score]), got {node_text(node)}",
-                )
-            names = []
-            for item in node.value:
-                name = self.scalar(item)
-                if not isinstance(name, str):
-                    raise self.fail(
-                        line_of(item), path, f"expected primitive names, found {node_text(item)} in the list"
-                    )
-                if name not in PRIMITIVES:
-                    close = difflib.get_close_matches(str(name), PRIMITIVES, n=1, cutoff=0.6)
-                    hint = f"; did you mean '{close[0]}'?" if close else ""
-                    raise self.fail(
-                        line_of(item), path, f"unknown primitive '{name}'{hint} Allowed: {', '.join(PRIMITIVES)}."
-                    )
-                if name in names:
-                    raise self.fail(line_of(item), path, f"'{name}' is listed twice")
-                names.append(name)
-            if not names:
-                raise self.fail(line_of(node), path, "the list is empty; remove the key to gate all three primitives")
-            return tuple(p for p in PRIMITIVES if p in names)
-        return self.number(node, path, 0.0, 1.0)  # max_drop_mean_ovl, fail_drop_mean_ovl
 
 
 def _merge(base: _Layer, layer: _Layer) -> dict[str, dict[str, _Value]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..defaults import ALPHA, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
+from ..defaults import ALPHA, DEFAULT_ROUNDS, DEFAULT_SPENDING, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
 from ..errors import InputError
 from ..vocabulary import PRIMITIVES
 from .kinds import KINDS, Gate, LambdaTest, kinds_in
@@ -22,7 +22,19 @@ class ThresholdsError(InputError):
 UNCERTAINTY_PARAMETERS = ("alpha",)
 DECISION_KEYS = ("error_cost", "deferral_cost")
 REGRESSION_MARGIN_KEYS = ("max_drop_mean_ovl", "fail_drop_mean_ovl")
-REGRESSION_KEYS = ("alpha", *REGRESSION_MARGIN_KEYS, "primitives", "resamples", "inconclusive", *PRIMITIVES)
+# `regression.sequential`: the design of the upgrade gate recorded in rounds (--sys1cal-sequential).
+SEQUENTIAL = "sequential"
+SEQUENTIAL_KEYS = ("spending", "rounds")
+MAX_ROUNDS = 100
+REGRESSION_KEYS = (
+    "alpha",
+    *REGRESSION_MARGIN_KEYS,
+    "primitives",
+    "resamples",
+    "inconclusive",
+    SEQUENTIAL,
+    *PRIMITIVES,
+)
 # What an inconclusive upgrade comparison does to the run: fail it (the default: a drop within the margin was
 # not shown), or let it pass, still shown as inconclusive with its advice and a notice.
 INCONCLUSIVE_CHOICES = ("fail", "pass")
@@ -42,7 +54,7 @@ def allowed_keys(section: str) -> tuple[str, ...]:
 class UpgradeConfig:
     """The upgrade gate's settings for one model and version, and where each came from: `set_by` maps a
     setting (``alpha``, ``resamples``, ``primitives``, ``inconclusive``, ``<p>.max_drop_mean_ovl``,
-    ``<p>.fail_drop_mean_ovl``) to the key path and line of `file` that set it; a setting not in it is the
+    ``<p>.fail_drop_mean_ovl``, ``sequential.spending``, ``sequential.rounds``) to the key path and line of `file` that set it; a setting not in it is the
     plugin's default. `file` is None when the run has no thresholds file."""
 
     alpha: float = ALPHA
@@ -51,6 +63,8 @@ class UpgradeConfig:
     drop: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(PRIMITIVES, UPGRADE_DROP))
     fail_drop: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(PRIMITIVES, UPGRADE_FAIL_DROP))
     inconclusive: str = INCONCLUSIVE_CHOICES[0]
+    spending: str = DEFAULT_SPENDING  # regression.sequential.spending
+    rounds: int = DEFAULT_ROUNDS  # regression.sequential.rounds
     # Where the settings came from, not what they are: two configs with equal settings compare equal.
     file: str | None = field(default=None, compare=False)
     set_by: Mapping[str, tuple[str, int]] = field(default_factory=dict, compare=False)

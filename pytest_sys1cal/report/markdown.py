@@ -72,9 +72,11 @@ def heading(report: Report) -> list[str]:
         kind, phrase = headline(report.gates)
         return [f"### Sys1Cal calibration: {md(model['name'])} {md(model['version'])} — {ICONS[kind]} {phrase}"]
     absolute = comparison["absolute_gates"]
+    rounds = report.data.get("sequential")  # recorded in rounds: where it stopped, what it saved
     return [
         f"### {ICONS[verdict_kind(comparison['verdict'])]} Sys1Cal {md(comparison['headline'])}",
         "",
+        *([f"**{md(sentence(rounds['line']))}.**", ""] if rounds else []),
         f"{ICONS[absolute['outcome']]} **{md(sentence(absolute['line']))}** (the thresholds file's floors and "
         f"ceilings, beside the upgrade). {md(sentence(baseline_line(comparison)))}.",
     ]

@@ -99,8 +99,10 @@ def upgrade_lines(result: ReportDocument) -> list[Line]:
     side = comparison["baseline"]
     absolute = comparison["absolute_gates"]
     where = f"{side['origin']} {side['location']}".strip()
+    rounds = result.get("sequential")  # recorded in rounds: where it stopped, what it cost and saved
     return [
         (f"{comparison['headline']} [baseline: {where}]", VERDICT_MARKUP.get(comparison["verdict"], {"bold": True})),
+        *([(rounds["line"], {"bold": True})] if rounds else []),
         (absolute["line"], OUTCOME_MARKUP.get(absolute["outcome"], {})),
     ]
 

@@ -16,10 +16,12 @@ from ..run_report import Report, RunFacts, build_report, partial_run
 from ..store.manifest import MANIFEST
 from .gate_advice import after_failed_gates, from_this_report, write_gates
 from .node_ids import node_id
+from .sequential import completed_rounds, facts_of
 from .sharding import leave_manifest
 from .signals import SIGTERM, Terminated, signal_name
 
 if TYPE_CHECKING:
+    from ..gates.upgrade_sequential import SequentialFacts
     from .run import Sys1CalRun
 
 
@@ -62,6 +64,8 @@ def close_recording(run: Sys1CalRun) -> None:
     recording = run.recording
     if recording is not None and not recording.settled:
         recording.close()
+        if run.rounds is None and run.folder.manifest is not None:  # a folder in rounds, resumed to the end
+            run.folder.manifest = completed_rounds(run.folder.manifest, run.rows, run.dataset)
         run.folder.finish_recording(run.rows, run.repeats, run.dataset)
         recording.settled = True
         if run.shard is not None and run.folder.manifest is not None and not run.settings.dry_run:
@@ -117,8 +121,19 @@ def _facts(run: Sys1CalRun) -> RunFacts:
         selected=run.interruption.selected,
         shard=run.shard.facts(run.dataset) if run.shard else None,
         stopped=run.interruption.reason,
-        write_gates=None if run.shard else write_gates(run.advice),  # a shard's gates come from the merged folder
+        # A shard's gates come from the merged folder; a folder's rounds are not the whole dataset to write them from.
+        write_gates=None if run.shard or (run.rounds and run.rounds.keep) else write_gates(run.advice),
+        sequential=rounds_facts(run),
     )
+
+
+def rounds_facts(run: Sys1CalRun) -> SequentialFacts | None:
+    """The upgrade gate in rounds, judged in the report: its design, each latent problem's cost, the plan's
+    expectation (a recording's)."""
+    if run.rounds is None or run.baseline is None:
+        return None
+    expected = run.looker.expected_cost if run.looker is not None else None
+    return facts_of(run.rounds, run.requests_by_problem(), expected)
 
 
 def _gate_advice(run: Sys1CalRun, report: Report) -> list[str]:

@@ -23,6 +23,7 @@ from .interruption import mark_junit, reason_of, showable
 from .node_ids import select_renderings, take_node_ids
 from .options import WORKERINPUT_KEY, Settings, resolve_settings
 from .run import Sys1CalRun
+from .sequential import arrange
 from .sharding import keep_problems
 from .signals import worker_pid
 
@@ -72,7 +73,22 @@ class XdistHooks:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # The controller collects nothing itself: the selection is the workers' (each collects all of it).
         run = self.run
-        run.interruption.selected = len(renderings_of_nodeids(ids, run.settings.model, run.dataset))
+        renderings = renderings_of_nodeids(ids, run.settings.model, run.dataset)
+        run.interruption.selected = len(renderings)
+        if run.looker is not None and not run.looker.waiting:
+            run.looker.collected(renderings)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        # A recording in rounds: short queues that the looks can stop (session/sequential_xdist.py).
+        looker = self.run.looker
+        if looker is None:
+            return None
+        from .sequential_xdist import scheduler
+
+        made = scheduler(config, log)
+        looker.on_stop = made.stop
+        return made
 
 
 class ActiveRun:
@@ -88,7 +104,8 @@ class ActiveRun:
         folder = self.run.folder
         notices = [] if folder.recording else [unchecked_notice(folder.path, folder.manifest), self.run.replay_cache[1]]
         shard = self.run.shard.header(self.run.dataset) if self.run.shard else None
-        return [self.run.header(), *(notice for notice in [shard, *notices] if notice)]
+        rounds = self.run.rounds_header()
+        return [self.run.header(), *(notice for notice in [shard, rounds, *notices] if notice)]
 
     def pytest_sessionstart(self) -> None:
         self.run.use_replay_cache()
@@ -103,11 +120,16 @@ class ActiveRun:
         items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer, run.redactor, self.only)
         if run.shard is not None:  # --sys1cal-shard: the others' latent problems deselected, as -k deselects
             keep_problems(session.config, items, run.shard.problems)
+        if run.rounds is not None:  # in rounds: the items in recording order (a folder's own rounds, replayed)
+            arrange(session.config, items, run.rounds)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         # The selection after -k/-m deselection: what an interrupted run's report counts as selected.
         if self.controller and not session.config.pluginmanager.has_plugin("dsession"):
-            self.run.interruption.selected = len(renderings_of(session.items, self.run.measurer))
+            renderings = renderings_of(session.items, self.run.measurer)
+            self.run.interruption.selected = len(renderings)
+            if self.run.looker is not None:
+                self.run.looker.collected(renderings)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Generator[None, Any, Any]:

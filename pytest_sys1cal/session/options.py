@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 
-from ..argtypes import non_negative_float, non_negative_int, positive_float, positive_int, repeat_count, shard_spec
+from ..argtypes import (
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    repeat_count,
+    shard_spec,
+    switch,
+)
 from ..dataset import BUNDLED
 from ..defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
 from ..names import NotAName, check_name
@@ -38,6 +46,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
     path: bool = False  # a path: relative to the invocation directory (CLI) or to the ini file (ini)
+    switch: bool = False  # given alone on the command line (store_true); its ini key reads true or false
 
     @property
     def dest(self) -> str:
@@ -119,6 +128,15 @@ OPTIONS = [
         "gates nothing, and `python -m pytest_sys1cal merge` joins the shards' folders into one version folder",
         type=shard_spec,
         metavar="I/N",
+    ),
+    Option(
+        "--sys1cal-sequential",
+        "upgrade gate in rounds: record the candidate in rounds of whole latent problems (seeded order) and stop "
+        "as soon as every gated primitive's comparison with --sys1cal-baseline is decided, keeping the gate's "
+        "error rates (thresholds.yaml's regression.sequential sets the spending function and the rounds)",
+        False,
+        type=switch,
+        switch=True,
     ),
     Option("--sys1cal-seed", "seed of every resampling procedure", 0, type=non_negative_int, metavar="N"),
     Option(
@@ -223,6 +241,7 @@ class Settings:
     stall_limit: float | None = None
     max_response_mb: float = 1.0
     shard: str | None = None  # --sys1cal-shard, "I/N" (shards.Shard.parse)
+    sequential: bool = False  # --sys1cal-sequential: the upgrade gate recorded in rounds (session/sequential.py)
     dry_run: bool = False  # --sys1cal-dry-run: check and plan a recording, send nothing billable
     # Whether the cassette root is the default one (`cassettes` under the rootdir), not named by an option or
     # ini key: only there may the bundled reference set stand in for a folder the project lacks.
@@ -276,7 +295,10 @@ def add_options(parser: pytest.Parser) -> None:
             "help": _help(option),
             "metavar": option.metavar,
         }
-        if option.choices:
+        if option.switch:
+            kwargs["action"] = "store_true"
+            del kwargs["metavar"]
+        elif option.choices:
             kwargs["choices"] = option.choices
         elif option.type is not str:
             kwargs["type"] = option.type
@@ -318,6 +340,15 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"{flag('shard')} with {flag('baseline')}: a shard gates nothing, the upgrade gate included; merge the "
             "shards, then compare the merged version with the baseline"
+        )
+    alone = values["sequential"] and not values["baseline"] and not values["shard"]
+    if alone and not config.getoption(BY_FIELD["sequential"].dest):  # from the ini: in force with a baseline only
+        values["sequential"] = False
+    elif alone:
+        raise pytest.UsageError(
+            f"{flag('sequential')} without {flag('baseline')}: the rounds stop when the comparison with a baseline is "
+            f"decided, so there is nothing to decide without one; add {flag('baseline')}=VERSION (a recorded version "
+            "of this model) or a saved report's path, or drop the option"
         )
     given = values["thresholds"]
     if given is None:

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from ..models.base import ModelAdapter
     from ..redact import Redactor
     from .options import Settings
+    from .sequential import Rounds
+    from .sequential_looks import Looker
 
 PROGRESS_EVERY = 10.0  # seconds between progress lines
 
@@ -148,6 +150,8 @@ class Run(Protocol):
     adapter: ModelAdapter
     measurer: Measurer
     redactor: Redactor
+    rounds: Rounds | None
+    looker: Looker | None
 
     def start_recording(self) -> str | None: ...
 
@@ -161,6 +165,7 @@ class RecordingHooks:
         self.run = run
         self.recording = recording
         self.controller = controller
+        self._round_of: dict[str, int] | None = None  # latent problem → round, recording in rounds under xdist
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
@@ -171,9 +176,21 @@ class RecordingHooks:
             self.begin(renderings_of(session.items, self.run.measurer), workers=1)
             if self.run.settings.dry_run:
                 return self.dry_run()
+            looker = self.run.looker
+            if looker is not None:  # in rounds: each round sent once the look before it released it
+                looker.release = self.send
+                self.send(looker.renderings_of(1, self.recording.plan.renderings if self.recording.plan else []))
+                return looker.run_loop(session)
             if self.recording.plan and self.recording.plan.renderings:
                 self.run.measurer.start_sender().submit(self.recording.plan.renderings)
         return None  # the items run: pytest's own loop, and the items wait for their renderings
+
+    def send(self, renderings: Sequence[Any]) -> None:
+        """Hand the renderings that need the network to the sender, ahead of their items."""
+        measurer = self.run.measurer
+        wanted = [rendering for rendering in renderings if measurer.unanswered(rendering)]
+        if wanted and not self.run.adapter.missing_key():
+            measurer.start_sender().submit(wanted)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -188,12 +205,33 @@ class RecordingHooks:
         # xdist worker: record the item it was given and the next one queued for it, ahead of need.
         # Elsewhere: a progress line between items while recording.
         if not self.controller:
-            measurer = self.run.measurer
-            wanted = [r for r in renderings_of([item, nextitem], measurer) if measurer.unanswered(r)]
-            if wanted and not self.run.adapter.missing_key():
-                measurer.start_sender().submit(wanted)
+            ahead = [item, nextitem]
+            if self.run.rounds is not None and self.run.rounds.decisions is not None:
+                ahead = self.in_turn(item, nextitem)
+            self.send(renderings_of(ahead, self.run.measurer))
         else:
             self.recording.tick()
+
+    def in_turn(self, item: pytest.Item, nextitem: pytest.Item | None) -> list[pytest.Item | None]:
+        """xdist worker, recording in rounds: an item of a later round waits for the look that releases it (and is
+        skipped, sending nothing, when that look stopped the recording); the next item is sent ahead only within
+        the item's own round."""
+        from .sequential_xdist import may_run
+
+        rounds = self.run.rounds
+        assert rounds is not None and rounds.decisions is not None
+        if self._round_of is None:
+            self._round_of = rounds.round_of()
+        at = self._round(item)
+        if at > 1 and not may_run(rounds.decisions, at - 1):
+            item.add_marker(pytest.mark.skip(reason=f"sys1cal: not recorded: the rounds stopped before round {at}"))
+            return []
+        return [item, nextitem] if self._round(nextitem) == at else [item]
+
+    def _round(self, item: pytest.Item | None) -> int:
+        """The round of a benchmark item (0 for anything else)."""
+        rendering = getattr(item, "rendering", None)
+        return (self._round_of or {}).get(rendering.latent_instance_id, 0) if rendering is not None else 0
 
     def begin(self, renderings: Sequence[Any], workers: int) -> None:
         """Plan, refuse without a key, print the plan and its price, refuse over the cap, then start the
@@ -205,7 +243,10 @@ class RecordingHooks:
             refused = f"cannot record {len(plan.renderings)} renderings: {missing}. Nothing was sent."
             raise pytest.UsageError(run.redactor.text(refused))
         recording.plan = plan
-        for line in plan.lines(limits_for(run.settings, workers), workers):
+        lines = plan.lines(limits_for(run.settings, workers), workers)
+        if run.looker is not None:  # what the rounds may cost, and are expected to
+            lines += self.rounds_plan(plan)
+        for line in lines:
             recording.say(line)
         refusal = plan.refusal(limits_for(run.settings))  # the run's cap, whatever each process's share
         if refusal:
@@ -215,8 +256,22 @@ class RecordingHooks:
                 run.redactor.text
             ):  # another live recording holds the folder: refused before anything is sent
                 notice = run.start_recording()
+            if run.looker is not None:  # the folder's lock is this run's: the looks keep its manifest up to date
+                run.looker.started()
             if notice:
                 recording.say(notice, yellow=True)
+
+    def rounds_plan(self, plan: Plan) -> list[str]:
+        """The design's lines of the plan: at most every request the plan prices, and the expected cost."""
+        looker = self.run.looker
+        assert looker is not None
+        measurer = self.run.measurer
+        to_record: dict[str, int] = {}
+        for rendering in plan.renderings:
+            latent = rendering.latent_instance_id
+            to_record[latent] = to_record.get(latent, 0) + len(measurer.unanswered(rendering))
+        lines, looker.expected_cost = looker.plan_lines(to_record)
+        return lines
 
     def dry_run(self) -> bool:
         """--sys1cal-dry-run, after the plan: the checks (recording/preflight.py), then no item runs. A problem is

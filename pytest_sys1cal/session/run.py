@@ -9,6 +9,7 @@ import contextlib
 import functools
 import importlib
 import os
+import shutil
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,6 +38,9 @@ from .advice import Advice, selection_of
 from .interruption import Interruption
 from .options import Settings, pytest_outputs
 from .outputs import Outputs
+from .sequential import WORKERINPUT_KEY as ROUNDS_KEY
+from .sequential import Rounds, requests_by_problem, rounds_of_run
+from .sequential_looks import Looker
 from .sharding import check_folder, leave_manifest, shard_run
 from .signals import SignalStop
 
@@ -76,6 +80,7 @@ class Sys1CalRun:
             self._inputs(registered)
             self._store(registered)
             self._baseline(registered, repeats)
+            self.rounds = self._rounds()  # the upgrade gate in rounds, when in force (session/sequential.py)
         # This process's recording (None: a replay), its end settled once (session/ending.py).
         self.recording: Recording | None = (
             recording_of(config, settings, controller, self.redactor) if settings.recording else None
@@ -87,6 +92,10 @@ class Sys1CalRun:
             sender=self.recording.make_engine if self.recording else None,
         )
         self.rows = Rows()
+        # A recording in rounds: the controller's looks between them (session/sequential_looks.py).
+        self.looker: Looker | None = None
+        if self.rounds is not None and self.rounds.recording and controller and self.recording is not None:
+            self.looker = Looker(self.rounds, self, self.recording.say, self.requests_by_problem())
         self.report: Report | None = None
         self.summary: list[Line] = []
         self.finish_error: str | None = None
@@ -125,6 +134,7 @@ class Sys1CalRun:
         self.folder = folder_of(settings, adapter, self.redactor, self.reference)
         option = self.config.option
         selection = selection_of(getattr(option, "keyword", ""), getattr(option, "markexpr", ""), self.config.args)
+        self.selection = selection
         self.advice = Advice(settings, adapter, self.dataset, self.folder, selection)
         if self.controller:
             self.folder.check(self.dataset, self.advice, collect_only=self.config.option.collectonly)
@@ -149,9 +159,17 @@ class Sys1CalRun:
         if self.baseline is not None:
             check_repeats(self.baseline, self.repeats, self.folder.repeats_per_answer)
 
+    def _rounds(self) -> Rounds | None:
+        """The design in rounds this run follows: resolved on the controller, a worker's from workerinput."""
+        return rounds_of_run(self.config, self.settings, self.dataset, self.folder, self.thresholds, self.selection)
+
+    def requests_by_problem(self) -> dict[str, int]:
+        """Requests a full recording of each latent problem sends: its renderings' requests, every repeat."""
+        return requests_by_problem(self.dataset, self.measurer.codec)
+
     def workerinput(self) -> dict[str, Any]:
-        """What an xdist worker needs from the controller's configure: the repeats it decided."""
-        return {"sys1cal_repeats": self.repeats}
+        """What an xdist worker needs from the controller's configure: the repeats it decided, the rounds."""
+        return {"sys1cal_repeats": self.repeats, ROUNDS_KEY: self.rounds.to_json() if self.rounds else None}
 
     def header(self) -> str:
         from ..report.terminal import repeats_phrase
@@ -171,6 +189,13 @@ class Sys1CalRun:
                 f"cassettes {self.folder.path}; seed {self.settings.seed}; thresholds {thresholds}"
             )
         )
+
+    def rounds_header(self) -> str | None:
+        """The header's line on the upgrade gate in rounds, when it is in force."""
+        if self.rounds is None:
+            return None
+        resume = self.advice.command("once")
+        return self.redactor.text(self.rounds.header(self.folder, self.baseline is not None, resume))
 
     def start_recording(self) -> str | None:
         """Lock the folder and write the manifest before the first request; a notice when a killed
@@ -209,6 +234,8 @@ class Sys1CalRun:
 
     def add_result(self, row: ResultRow) -> None:
         self.rows.add(row)
+        if self.looker is not None:
+            self.looker.row_added(row)
 
     def gate_location(self, name: str) -> tuple[str, int]:
         """The file and line that configure the gate `name` (for JUnit XML)."""
@@ -220,6 +247,8 @@ class Sys1CalRun:
         return str(self.settings.baseline or self.settings.thresholds or self.dataset.path), 1
 
     def close(self) -> None:
+        if self.rounds is not None and self.rounds.decisions is not None and self.controller:
+            shutil.rmtree(self.rounds.decisions, ignore_errors=True)
         self.signals.uninstall()
         if self.recording is not None:
             self.recording.close()

@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..questions import ALL_QUESTIONS
 from ..redact import strip_userinfo
 from ..vocabulary import MANIFEST_SCHEMA
+from . import sequential_manifest
 from .lfs import ADVICE, LfsPointers, is_pointer
 
 if TYPE_CHECKING:
@@ -160,6 +161,7 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
         _answers,
         'an object {"<family>/<instance id>.json": sha256 of its recorded answers}, written by the recording',
     ),
+    sequential_manifest.FIELD: (False, sequential_manifest.valid, sequential_manifest.WANTED),
     LEGACY_INDEX_FIELD: (
         False,
         lambda v: isinstance(v, str) and SHA256.fullmatch(v) is not None,

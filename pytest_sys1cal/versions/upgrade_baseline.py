@@ -128,6 +128,14 @@ def saved_baseline(path: Path, dataset_sha256: str, model: str | None = None, lo
             "compare with a complete run's report (one written beside it, e.g. report.json beside "
             "report.interrupted.json) or a recorded version"
         )
+    rounds = report.get("sequential")
+    if rounds and rounds["latent_problems"] < rounds["design"]["latent_problems"]:
+        raise UpgradeError(
+            f"{name}: the report of a recording in rounds that holds {rounds['latent_problems']} of "
+            f"{rounds['design']['latent_problems']} latent problems, which describes only part of the dataset; "
+            "resume that recording to the full dataset (record mode once without --sys1cal-sequential) and compare "
+            "with its report, or with its version folder"
+        )
     theirs = (report.get("model") or {}).get("name")
     if model is not None and theirs != model:
         raise UpgradeError(

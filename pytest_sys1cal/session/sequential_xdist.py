@@ -1,0 +1,58 @@
+"""A recording in rounds under xdist (-n): the controller's scheduler hands each worker at most two items at a
+time, in recording order, and sends nothing more once the looks stop the recording; a worker about to measure
+an item of round k + 1 waits for the controller's decision after round k (a file in a folder the controller
+made), and skips the item without sending anything when the recording stopped. So no request of a round is
+sent before the look that releases it, and at most two items per worker are skipped at the stop."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from .sequential_looks import decision_path
+
+# Items a worker holds at once: xdist runs an item only when it holds the next one too (its `nextitem`).
+QUEUE = 2
+POLL = 0.05  # seconds between a waiting worker's looks for the decision
+
+
+def scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's load scheduling, but with short queues (made here: xdist is imported only under -n)."""
+    from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
+
+    class RoundScheduling(LoadScheduling):
+        """Load scheduling that keeps each worker's queue at QUEUE items and can be stopped."""
+
+        def schedule(self) -> None:
+            self.maxschedchunk = QUEUE  # the first chunks are QUEUE items too
+            super().schedule()
+
+        def check_schedule(self, node: Any, duration: float = 0) -> None:
+            if node.shutting_down:
+                return
+            if not self.pending:
+                node.shutdown()
+                return
+            wanted = QUEUE - len(self.node2pending[node])
+            if wanted > 0:
+                self._send_tests(node, wanted)
+
+        def stop(self) -> None:
+            """The looks decided: nothing more is sent, and each worker finishes what it holds."""
+            self.pending.clear()
+            for node in self.nodes:
+                node.shutdown()
+
+    return RoundScheduling(config, log)
+
+
+def may_run(decisions: str, after_round: int) -> bool:
+    """On a worker, before an item of round `after_round` + 1 is measured: wait for the controller's decision after
+    that round; whether the recording goes on."""
+    path = decision_path(decisions, after_round)
+    while not path.is_file():
+        time.sleep(POLL)
+    return bool(json.loads(path.read_text(encoding="utf-8"))["go_on"])
