@@ -1,0 +1,160 @@
+"""--sys1cal-sequential (issue 40) end to end: a candidate recorded in rounds against a baseline version, both
+recorded over real HTTP from loopback servers with noise (tests/loopback.py) on a dataset of 30 latent problems.
+A degraded candidate stops early with the full recording's verdict; an A/A pair (the same server, independent
+noise) does not FAIL; the stopped folder's manifest says its rounds and a replay of it reaches the same verdict;
+the refusals are one line each."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+import anyio._backends._asyncio  # noqa: F401  (tests/recording/test_recording.py says why)
+import httpcore._backends.anyio  # noqa: F401
+import pytest
+
+from pytest_sys1cal.dataset import load_dataset
+from tests.loopback import Behaviour, LoopbackServer
+
+RENDERINGS = load_dataset("sys1cal-v1").renderings
+QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly", "-q")
+PROBLEMS = 30  # enough latent problems for 10 rounds of 3, few enough to record in seconds
+NOISE = 0.3
+WORSE = -1.0  # logit bias of the degraded candidate: a drop in mean OVL of about 0.1, ten times the margin
+
+
+def small(path: Path) -> Path:
+    """A dataset of the first PROBLEMS latent problems, written as a file of its own."""
+    wanted = list(dict.fromkeys(r.latent_instance_id for r in RENDERINGS))[:PROBLEMS]
+    source = load_dataset("sys1cal-v1").path.read_text(encoding="utf-8").splitlines()
+    chosen = [r for r in RENDERINGS if r.latent_instance_id in wanted]
+    path.write_text("".join(source[r.line - 1] + "\n" for r in chosen), encoding="utf-8")
+    return path
+
+
+class Run:
+    """A finished pytest run in a subprocess: its exit status, output, and the requests its server answered."""
+
+    def __init__(self, done: subprocess.CompletedProcess[str], requests: int):
+        self.ret = done.returncode
+        self.out = done.stdout + done.stderr
+        self.requests = requests
+
+    def lines(self, start: str) -> list[str]:
+        return [line for line in self.out.splitlines() if line.startswith(start)]
+
+
+def sys1cal(place: Path, version: str, *args: str, behaviour: Behaviour | None = None) -> Run:
+    """pytest --sys1cal on the small dataset in `place`; with `behaviour`, recording from a loopback server."""
+    command = [sys.executable, "-m", "pytest", "--sys1cal", *QUIET, "--model=systemone",
+               f"--sys1cal-model-version={version}", f"--sys1cal-dataset={place / 'small.jsonl'}",
+               f"--sys1cal-cassettes={place / 'c'}", "--sys1cal-repeats=1", *args]  # fmt: skip
+    if behaviour is None:
+        return Run(subprocess.run(command, cwd=place, capture_output=True, text=True, timeout=300), 0)
+    with LoopbackServer.for_renderings(RENDERINGS, behaviour) as server:
+        url = (f"--sys1cal-base-url={server.url}", "--sys1cal-record-mode=once")
+        done = subprocess.run([*command, *url], cwd=place, capture_output=True, text=True, timeout=300)
+    return Run(done, server.requests)
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the small dataset and a cassette root with the baseline version v1 recorded in full."""
+    root = tmp_path_factory.mktemp("sequential")
+    small(root / "small.jsonl")
+    done = sys1cal(root, "v1", behaviour=Behaviour(noise=NOISE, seed=1))
+    assert done.ret == 0, done.out[-3000:]
+    return root
+
+
+def report(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def verdicts(data: dict[str, Any]) -> dict[str, str]:
+    return {row["name"]: row["verdict"] for row in data["gates"] if row["name"].startswith("regression.")}
+
+
+def manifest(place: Path, version: str) -> dict[str, Any]:
+    return json.loads((place / "c" / "systemone" / version / "manifest.json").read_text(encoding="utf-8"))
+
+
+def test_a_degraded_candidate_stops_early_with_the_full_recordings_verdict(place: Path) -> None:
+    worse = Behaviour(noise=NOISE, seed=2, bias=WORSE)
+    against = "--sys1cal-baseline=v1"
+    rounds = sys1cal(place, "r", against, "--sys1cal-sequential", f"--sys1cal-report={place / 'r.json'}",
+                     behaviour=worse)  # fmt: skip
+    full = sys1cal(place, "f", against, f"--sys1cal-report={place / 'f.json'}", behaviour=worse)
+    assert rounds.ret == full.ret == pytest.ExitCode.TESTS_FAILED, rounds.out[-3000:]
+    stopped, whole = report(place / "r.json"), report(place / "f.json")
+    assert verdicts(stopped) == verdicts(whole) == dict.fromkeys(verdicts(whole), "FAILED")
+    assert len(verdicts(whole)) == 3
+    block = stopped["sequential"]
+    assert block["early"] and block["decided"] and block["round"] < block["design"]["rounds"] == 10
+    # The report's requests are the ones the server answered; a full recording costs what the full run sent.
+    assert block["requests"] == rounds.requests < full.requests == block["full_requests"]
+    assert block["saved_requests"] == full.requests - rounds.requests
+    assert {p["standing"] for p in block["primitives"].values()} == {"FAILED"}
+    # What a person sees: the plan's cost, a progress line per round, the stop.
+    assert any("at most" in line and "expected about" in line for line in rounds.lines("sys1cal: upgrade gate in"))
+    progress = rounds.lines("sys1cal: round ")
+    assert len(progress) == block["round"] and progress[0].startswith("sys1cal: round 1 of 10 (3 of 30 latent")
+    assert "the recording stops here" in progress[-1]
+    assert block["line"] in rounds.out and f"{block['saved_requests']:,} saved" in block["line"]
+
+    # The folder says which rounds it holds, and replays offline to the same verdict.
+    held = manifest(place, "r")["sequential"]
+    assert held["recorded_rounds"] == block["round"]
+    assert len(held["latent_problems"]) == block["design"]["ends"][block["round"] - 1] == block["latent_problems"]
+    replay = sys1cal(place, "r", against, f"--sys1cal-report={place / 'replay.json'}")
+    assert replay.ret == pytest.ExitCode.TESTS_FAILED, replay.out[-3000:]
+    again = report(place / "replay.json")
+    assert verdicts(again) == verdicts(stopped)
+    assert again["sequential"]["round"] == block["round"] and again["sequential"]["requests"] == block["requests"]
+    # only the held rounds' renderings are replayed, the rest deselected as -k deselects
+    assert f"{whole['counts']['renderings'] - block['renderings']} deselected" in replay.out
+
+    # Resumed without --sys1cal-sequential: the rest of the dataset, then the fixed design's verdict.
+    resumed = sys1cal(place, "r", against, f"--sys1cal-report={place / 'resumed.json'}", behaviour=worse)
+    assert resumed.requests == full.requests - rounds.requests
+    assert "sequential" not in manifest(place, "r") and "sequential" not in report(place / "resumed.json")
+    assert verdicts(report(place / "resumed.json")) == verdicts(whole)
+
+
+def test_an_aa_pair_does_not_fail(place: Path) -> None:
+    same = Behaviour(noise=NOISE, seed=3)  # v1's server, its noise drawn afresh
+    done = sys1cal(place, "aa", "--sys1cal-baseline=v1", "--sys1cal-sequential",
+                   f"--sys1cal-report={place / 'aa.json'}", behaviour=same)  # fmt: skip
+    data = report(place / "aa.json")
+    assert "FAILED" not in verdicts(data).values(), done.out[-3000:]
+    assert data["sequential"]["requests"] == done.requests
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--sys1cal-sequential",), "ERROR: --sys1cal-sequential without --sys1cal-baseline: *"),
+        (
+            # a recording refused before anything is sent (the port is closed)
+            (
+                "--sys1cal-sequential",
+                "--sys1cal-baseline=v1",
+                "-k",
+                "bayes",
+                "--sys1cal-record-mode=once",
+                "--sys1cal-base-url=http://127.0.0.1:9",
+            ),  # fmt: skip
+            "*--sys1cal-sequential with -k bayes: the rounds are whole latent problems*drop the selection*",
+        ),
+    ],
+)
+def test_refused_in_one_line(place: Path, args: tuple[str, ...], expected: str) -> None:
+    done = sys1cal(place, "x", *args)
+    assert done.ret == pytest.ExitCode.USAGE_ERROR, done.out[-2000:]
+    assert "Traceback" not in done.out
+    errors = [line for line in done.out.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and fnmatch(errors[0], expected), done.out[-2000:]
