@@ -81,7 +81,21 @@ MISTAKES = {
     "typo in regression": (
         "jev:\n  regression:\n    max_drop_mean_ovl: 0.02\n    alpah: 0.05\n",
         "4: jev.regression.alpah: unknown key 'alpah'; did you mean 'alpha'? Allowed keys: alpha, "
-        "max_drop_mean_ovl, fail_drop_mean_ovl, primitives, resamples, inconclusive, noul, choice, score.",
+        "max_drop_mean_ovl, fail_drop_mean_ovl, primitives, resamples, inconclusive, sequential, noul, choice, score.",
+    ),
+    "sequential rounds out of range": (
+        "jev:\n  regression:\n    sequential:\n      rounds: 0\n",
+        "4: jev.regression.sequential.rounds: expected a whole number of rounds from 1 to 100, got '0' (an integer) "
+        "(1 round is the fixed design: one look, at the whole dataset)",
+    ),
+    "sequential spending unknown": (
+        "jev:\n  regression:\n    sequential:\n      spending: pocok\n",
+        "4: jev.regression.sequential.spending: expected obrien-fleming or pocock, got 'pocok' (text): obrien-fleming "
+        "(the default) spends almost no error early, pocock spends it evenly (docs/statistics.md §7.2)",
+    ),
+    "typo in sequential": (
+        "jev:\n  regression:\n    sequential:\n      round: 5\n",
+        "4: jev.regression.sequential.round: unknown key 'round'; did you mean 'rounds'? Allowed keys: spending, rounds.",
     ),
     "typo in a regression primitive map": (
         "jev:\n  regression:\n    choice: {max_drop_mean_ov: 0.03}\n",
@@ -670,3 +684,11 @@ def test_loading_thresholds_imports_neither_pytest_nor_numpy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_sequential_design_is_read_with_the_line_that_set_it(tmp_path: Path) -> None:
+    thresholds = load_text(tmp_path, "jev:\n  regression:\n    sequential: {spending: pocock, rounds: 4}\n")
+    config = thresholds.regression
+    assert (config.spending, config.rounds) == ("pocock", 4)
+    assert config.set_by["sequential.rounds"] == ("jev.regression.sequential.rounds", 3)
+    assert (load_text(tmp_path, "jev: {}\n").regression.spending, UpgradeConfig().rounds) == ("obrien-fleming", 10)
