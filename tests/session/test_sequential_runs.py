@@ -20,6 +20,8 @@ import pytest
 from pytest_sys1cal.dataset import load_dataset
 from tests.loopback import Behaviour, LoopbackServer
 
+pytestmark = pytest.mark.e2e  # pytest runs in processes of their own, against loopback servers
+
 RENDERINGS = load_dataset("sys1cal-v1").renderings
 QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly", "-q")
 PROBLEMS = 30  # enough latent problems for 10 rounds of 3, few enough to record in seconds
@@ -125,13 +127,19 @@ def test_a_degraded_candidate_stops_early_with_the_full_recordings_verdict(place
     assert verdicts(report(place / "resumed.json")) == verdicts(whole)
 
 
-def test_an_aa_pair_does_not_fail(place: Path) -> None:
+def test_an_aa_pair_does_not_fail_and_xdist_stops_at_the_same_round(place: Path) -> None:
     same = Behaviour(noise=NOISE, seed=3)  # v1's server, its noise drawn afresh
-    done = sys1cal(place, "aa", "--sys1cal-baseline=v1", "--sys1cal-sequential",
-                   f"--sys1cal-report={place / 'aa.json'}", behaviour=same)  # fmt: skip
+    alone = sys1cal(place, "aa", "--sys1cal-baseline=v1", "--sys1cal-sequential",
+                    f"--sys1cal-report={place / 'aa.json'}", behaviour=same)  # fmt: skip
     data = report(place / "aa.json")
-    assert "FAILED" not in verdicts(data).values(), done.out[-3000:]
-    assert data["sequential"]["requests"] == done.requests
+    assert "FAILED" not in verdicts(data).values(), alone.out[-3000:]
+    assert data["sequential"]["requests"] == alone.requests
+    # Under -n 2 the workers wait for each look: the same rounds, the same requests, the same verdicts.
+    workers = sys1cal(place, "aa2", "--sys1cal-baseline=v1", "--sys1cal-sequential", "-n", "2",
+                      f"--sys1cal-report={place / 'aa2.json'}", behaviour=same)  # fmt: skip
+    two = report(place / "aa2.json")
+    assert workers.requests == alone.requests, workers.out[-3000:]
+    assert verdicts(two) == verdicts(data) and two["sequential"]["round"] == data["sequential"]["round"]
 
 
 @pytest.mark.parametrize(
