@@ -127,6 +127,17 @@ def test_a_degraded_candidate_stops_early_with_the_full_recordings_verdict(place
     assert verdicts(report(place / "resumed.json")) == verdicts(whole)
 
 
+def test_an_improved_candidate_passes_early_as_the_full_recording_does(place: Path) -> None:
+    better = Behaviour(noise=NOISE / 3, seed=4)  # answers three times less noisy than the baseline's
+    rounds = sys1cal(place, "b", "--sys1cal-baseline=v1", "--sys1cal-sequential",
+                     f"--sys1cal-report={place / 'b.json'}", behaviour=better)  # fmt: skip
+    full = sys1cal(place, "bf", "--sys1cal-baseline=v1", f"--sys1cal-report={place / 'bf.json'}", behaviour=better)
+    assert rounds.ret == full.ret == pytest.ExitCode.OK, rounds.out[-3000:]
+    stopped = report(place / "b.json")
+    assert verdicts(stopped) == verdicts(report(place / "bf.json")) == dict.fromkeys(verdicts(stopped), "passed")
+    assert stopped["sequential"]["early"] and rounds.requests < full.requests
+
+
 def test_an_aa_pair_does_not_fail_and_xdist_stops_at_the_same_round(place: Path) -> None:
     same = Behaviour(noise=NOISE, seed=3)  # v1's server, its noise drawn afresh
     alone = sys1cal(place, "aa", "--sys1cal-baseline=v1", "--sys1cal-sequential",
