@@ -4,10 +4,8 @@ the two commands CI and the tests rely on (the step-by-step commands run in test
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-
+from tests.runs import REPO
 
 FIRST_SCREEN = 40  # lines
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.runs import REPO
+
 # Runs mypy over the package in a subprocess.
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parent.parent
 
 pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -e '.[test]'")
 

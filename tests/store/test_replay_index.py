@@ -21,7 +21,7 @@ from pytest_sys1cal.redact import Redactor
 from pytest_sys1cal.store import replay_index
 from pytest_sys1cal.store.folder import CassetteFolder
 from pytest_sys1cal.store.replay_index import INDEX
-from tests.field import CASSETTES, QUIET
+from tests.runs import CASSETTES, sys1cal
 
 VERSION = "typed-gguf-smollm2-135m"
 MODEL = ("--sys1cal-model=systemone", f"--sys1cal-model-version={VERSION}")
@@ -36,7 +36,7 @@ def indexed(pytester: pytest.Pytester, tmp_path: Path) -> Path:
     root = tmp_path / "cassettes"
     folder = shutil.copytree(CASSETTES / "systemone" / VERSION, root / "systemone" / VERSION)
     assert not (folder / INDEX).exists()
-    done = pytester.runpytest("--sys1cal", *MODEL, f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once", *QUIET)
+    done = sys1cal(pytester, *MODEL, f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once")
     done.assert_outcomes(passed=365)
     return folder
 
@@ -47,8 +47,8 @@ def manifest(folder: Path) -> dict:
 
 def replay(pytester: pytest.Pytester, folder: Path, name: str, *extra: str) -> tuple[pytest.RunResult, list[dict]]:
     report = pytester.path / f"{name}.json"
-    result = pytester.runpytest(
-        "--sys1cal", *MODEL, f"--sys1cal-cassettes={folder.parent.parent}", f"--sys1cal-report={report}", *extra, *QUIET
+    result = sys1cal(
+        pytester, *MODEL, f"--sys1cal-cassettes={folder.parent.parent}", f"--sys1cal-report={report}", *extra
     )
     items = json.loads(report.read_text(encoding="utf-8"))["items"] if report.exists() else []
     return result, items
