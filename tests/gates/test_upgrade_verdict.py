@@ -131,9 +131,11 @@ def test_a_worse_version_fails_the_upgrade_and_every_output_says_so_first(
     assert "| Noul | 0.9183 | 0.8362 | -0.0822 | -0.0992 (97.5%) | -0.0636 (98.3%) | 0.02 / 0.01 | FAILED |" in comment
     for text in (summary, comment):
         assert not machine_paths(text, pytester.path, REPO, root), text[:2000]
-    # The README's "On the pull request" quotes this comment, as this run writes it (its folded table cut short).
-    readme = (REPO / "README.md").read_text(encoding="utf-8").split("### On the pull request", 1)[1]
-    quoted = [line.removeprefix(">").removeprefix(" ") for line in readme.splitlines() if line.startswith(">")]
+    # docs/output.md's "The pull-request comment" quotes this comment, as this run writes it (its folded table
+    # cut short).
+    page = (REPO / "docs" / "output.md").read_text(encoding="utf-8")
+    example = page.split("\n## The pull-request comment\n", 1)[1].split("\n## ", 1)[0]
+    quoted = [line.removeprefix(">").removeprefix(" ") for line in example.splitlines() if line.startswith(">")]
     written = comment.splitlines()[1:]
     cut = quoted.index(
         "<details><summary>Renderings that moved most against jev-1.13.0: top 10 of 365 paired, lowest D first</summary>"
