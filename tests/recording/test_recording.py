@@ -513,6 +513,7 @@ def _wait_for(condition: Callable[[], bool], timeout: float) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.e2e  # pytest processes against a loopback server, signalled
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
 def test_an_interrupted_recording_resumes_to_the_same_cassettes(
     slow_server: tuple[FaultServer, Path, Path], tmp_path: Path, how: signal.Signals

@@ -56,6 +56,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.e2e  # its pages come from two pytest processes (the `pages` fixture)
 @needs_chromium
 @pytest.mark.parametrize(
     ("kind", "head", "absolute"),
@@ -87,6 +88,7 @@ def test_the_verdict_is_what_a_reviewer_sees_first(
     assert figures[:2] == ["fig-paired-d", "fig-family-delta"]  # drawn in the upgrade section, under the verdict
 
 
+@pytest.mark.e2e  # its pages come from two pytest processes (the `pages` fixture)
 def test_the_page_keeps_its_content_security_policy(pages: dict[str, Path]) -> None:
     html = pages["failed"].read_text(encoding="utf-8")
     assert "default-src 'none'; style-src 'unsafe-inline'; img-src data:" in html and "<script" not in html
@@ -125,6 +127,7 @@ def test_the_baseline_legend_sits_off_the_data() -> None:
         assert [text.get_text() for text in legend.get_texts()] == ["baseline", "this run"]
 
 
+@pytest.mark.e2e  # its pages come from two pytest processes (the `pages` fixture)
 def test_the_by_family_figure_has_the_overall_row_the_verdicts_read(pages: dict[str, Path]) -> None:
     import json
 

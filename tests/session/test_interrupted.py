@@ -317,6 +317,7 @@ def _sigint_when(process: subprocess.Popen[bytes], condition: Callable[[], bool]
     return code, process.stdout.read().decode() if process.stdout else ""
 
 
+@pytest.mark.e2e  # a pytest process, signalled
 def test_sigint_to_a_replay(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(
         "import time\nfrom pathlib import Path\nseen = []\n\n"
@@ -392,6 +393,7 @@ def test_a_401_that_stops_the_run_counts_the_selection_and_prints_no_empty_table
     assert cassette_files(root) == []
 
 
+@pytest.mark.e2e  # a pytest process against a loopback server, signalled
 def test_sigint_while_recording_leaves_a_marked_report_and_a_resumable_folder(tmp_path: Path) -> None:
     from tests.loopback import Behaviour, LoopbackServer
 
