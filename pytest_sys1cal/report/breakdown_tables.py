@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Literal, TypedDict
 
 from ..document import ReportDocument
+from ..document_upgrade import GroupDifference
+from ..gates.rows import GateRow
+from ..run_report import Report
 from ..vocabulary import LABELS
 from .table import Table, fmt
 
 MOVED_MOST = 3  # cells named in the "moved most" note of the comparison by family
+
+
+class Overall(TypedDict):
+    """The whole dataset's Δ̂ as the upgrade gate read it, between its one-sided bounds."""
+
+    n: int
+    difference: float
+    ci: list[float] | None
 
 
 def _breakdown_table(result: ReportDocument, key: Literal["by_family", "by_representation"], what: str) -> Table | None:
@@ -56,44 +67,38 @@ def by_representation_table(result: ReportDocument) -> Table | None:
     return _breakdown_table(result, "by_representation", "representation")
 
 
-def family_deltas(result: ReportDocument) -> dict[str, dict[str, Any]]:
-    """Primitive → family → Δ cell, from the upgrade gate rows of a report (empty without a baseline)."""
-    out: dict[str, dict[str, Any]] = {}
-    for gate in result.get("gates") or []:
-        details = gate.get("details") or {}
-        if gate.get("name", "").startswith("regression.") and details.get("by_family"):
-            out[gate["name"].split(".")[1]] = details["by_family"]
-    return out
+def family_deltas(upgrade: Sequence[GateRow]) -> dict[str, dict[str, GroupDifference]]:
+    """Primitive → family → Δ cell, from the upgrade gate's rows (none without a baseline)."""
+    return {
+        gate.primitive: by_family for gate in upgrade if gate.details and (by_family := gate.details.get("by_family"))
+    }
 
 
-def overall_deltas(result: ReportDocument) -> dict[str, dict[str, Any]]:
+def overall_deltas(upgrade: Sequence[GateRow]) -> dict[str, Overall]:
     """Primitive → the whole dataset's Δ̂ as the upgrade gate read it: ``n``, ``difference`` and ``ci``, the
     gate's one-sided lower and upper bounds (each at its Holm level): the row the verdicts read."""
-    out: dict[str, dict[str, Any]] = {}
-    for gate in result.get("gates") or []:
-        details = gate.get("details") or {}
-        if gate.get("name", "").startswith("regression.") and details.get("difference") is not None:
-            bounds = [details.get("lower"), details.get("upper")]
-            out[gate["name"].split(".")[1]] = {
-                "n": details.get("n"),
-                "difference": details["difference"],
-                "ci": bounds if None not in bounds else None,
-            }
+    out: dict[str, Overall] = {}
+    for gate in upgrade:
+        details = gate.details
+        if details is not None and (difference := details["difference"]) is not None:
+            lower, upper = details.get("lower"), details.get("upper")
+            bounds = None if lower is None or upper is None else [lower, upper]
+            out[gate.primitive] = {"n": details["n"], "difference": difference, "ci": bounds}
     return out
 
 
-def _delta(cell: Mapping[str, Any] | None) -> str:
+def _delta(cell: GroupDifference | Overall | None) -> str:
     if cell is None:
         return "—"
-    ci = cell.get("ci")
+    ci = cell["ci"]
     interval = "" if ci is None else f" [{ci[0]:+.3f}, {ci[1]:+.3f}]"
     return f"{cell['difference']:+.3f}{interval}"
 
 
-def family_delta_table(result: ReportDocument) -> Table | None:
+def family_delta_table(report: Report) -> Table | None:
     """Δ mean OVL (new − baseline) per family and compared primitive, with the bootstrap interval; the note
     names the cells that moved most. Descriptive: the upgrade gate decides on the whole dataset."""
-    deltas = family_deltas(result)
+    deltas = family_deltas(report.gates.upgrade)
     if not deltas:
         return None
     prims = list(deltas)
@@ -102,7 +107,7 @@ def family_delta_table(result: ReportDocument) -> Table | None:
     for family in families:
         n = next(cells[family]["n"] for cells in deltas.values() if family in cells)
         rows.append([family, str(n)] + [_delta(deltas[p].get(family)) for p in prims])
-    overall = overall_deltas(result)
+    overall = overall_deltas(report.gates.upgrade)
     if overall:
         n = next(iter(overall.values()))["n"]
         rows.append(["all (the gate's Δ)", str(n)] + [_delta(overall.get(p)) for p in prims])

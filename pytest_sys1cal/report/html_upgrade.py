@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from html import escape
 
-from ..document import Comparison, ReportDocument
+from ..document_upgrade import Comparison
+from ..gates.rows import Outcome
+from ..run_report import Report
 from ..vocabulary import LABELS
 from .upgrade_text import (
     MOVES_NOTE,
@@ -20,7 +22,7 @@ from .upgrade_text import (
     verdict_kind,
 )
 
-MARKS = {"failed": "✗", "undecided": "!", "passed": "✓", "none": "–"}
+MARKS: dict[str, str] = {Outcome.FAILED: "✗", Outcome.UNDECIDED: "!", Outcome.PASSED: "✓", Outcome.NONE: "–"}
 STYLE = """
 .upgrade { margin: 14px 0 6px; padding: 12px 16px; border-radius: 6px; border-left: 10px solid; }
 .upgrade .head { font-size: 1.6em; font-weight: bold; margin: 0; }
@@ -42,20 +44,16 @@ STYLE = """
 """
 
 
-def banner(report: ReportDocument) -> list[str]:
+def banner(report: Report) -> list[str]:
     """The upgrade verdict (what was compared, how it ended, what decided it, where the baseline came from),
     then the absolute gates' line: nothing without a baseline."""
-    comparison = comparison_of(report)
+    comparison = comparison_of(report.data)
     if comparison is None:
         return []
     kind = verdict_kind(comparison["verdict"])
     head = comparison["headline"].split(" (")[0] if comparison["summary"] else comparison["headline"]
     absolute = comparison["absolute_gates"]
-    failed = [
-        g["name"]
-        for g in report.get("gates") or []
-        if g["verdict"] == "FAILED" and not g["name"].startswith("regression.")
-    ]
+    failed = [g.name for g in report.gates.failed_absolute]
     return [
         f'<div class="upgrade {kind}" id="upgrade-verdict"><p class="head">{MARKS[kind]} {escape(sentence(head))}</p>',
         *([f'<p class="why">{escape(comparison["summary"])}</p>'] if comparison["summary"] else []),

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..bundled import REFERENCE_MODEL
 from ..store.folder import folders_under
@@ -26,6 +26,7 @@ from .options import THRESHOLDS_FILE, argument
 
 if TYPE_CHECKING:
     from ..gates.schema import Thresholds
+    from ..run_report import Report
     from .advice import Advice
 
 REPORT = "sys1cal-report.json"  # the report path a printed command asks for when this run wrote none
@@ -79,13 +80,11 @@ def own_gates(advice: Advice) -> str:
 
 
 def after_failed_gates(
-    advice: Advice, report: Mapping[str, Any], thresholds: Thresholds | None, baseline: str | None
+    advice: Advice, report: Report, thresholds: Thresholds | None, baseline: str | None
 ) -> list[str]:
     """The closing lines of the gate block when a gate FAILED: where the gates came from, then the fix."""
-    gates = report.get("gates") or []
-    failed = [g["name"] for g in gates if g.get("verdict") == "FAILED"]
-    regression = [name for name in failed if name.startswith("regression.")]
-    threshold = [name for name in failed if not name.startswith("regression.")]
+    regression = [gate.name for gate in report.gates.failed_upgrade]
+    threshold = [gate.name for gate in report.gates.failed_absolute]
     lines: list[str] = []
     if threshold and thresholds is not None:
         lines.append(f"These gates are {shown(Path(thresholds.path))}: {thresholds.provenance()}.")
@@ -114,7 +113,7 @@ def after_failed_gates(
 
 def _threshold_fix(
     advice: Advice,
-    report: Mapping[str, Any],
+    report: Report,
     thresholds: Thresholds | None,
     baseline: str | None,
     regression: Sequence[str],
@@ -122,7 +121,7 @@ def _threshold_fix(
     """The step for failed threshold gates, by where they came from and what this run compared."""
     version = advice.adapter.version
     own = own_gates(advice)
-    compared = any(g["name"].startswith("regression.") for g in report.get("gates") or [])
+    compared = bool(report.gates.upgrade)
     if baseline is not None and regression:
         return []  # the upgrade gate's line said it: a regression against the version compared with
     if baseline is not None and compared:
