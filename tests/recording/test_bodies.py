@@ -107,10 +107,12 @@ def test_a_gzip_bomb_is_cut_while_it_inflates_and_memory_stays_bounded(tmp_path:
     environ = {k: v for k, v in __import__("os").environ.items() if k not in ENVIRONMENT}
     with Misbehaving([], script=[("gzip-bomb",)], wire=wire) as server:
         args = recording(wire, server.url, dataset, root, "--sys1cal-concurrency=1", "--sys1cal-max-response-mb=5")
+        # VmHWM, not ru_maxrss: a child's ru_maxrss keeps its parent's peak across fork and exec, so under xdist
+        # it reported the worker's own 520 MB, not this run's; VmHWM belongs to the address space made at exec.
         probe = (
-            "import resource, sys, pytest\n"
+            "import sys, pytest\n"
             "code = pytest.main(sys.argv[1:])\n"
-            "print('PEAK-KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+            "print('PEAK-KB', next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))\n"
             "sys.exit(code)\n"
         )
         done = subprocess.run(
