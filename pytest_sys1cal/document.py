@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
 
 from . import __version__
+from .document_why import CellTests, Decomposition, HeldOutMap, MapUsed, Reliability, RepeatNoise, Why
 from .errors import InputError
 from .vocabulary import REPORT_SCHEMA
 
@@ -236,6 +237,7 @@ class PrimitiveComparison(TypedDict, total=False):
     margin: float
     fail_margin: float
     tolerated: bool
+    why: Why
     reason: str
 
 
@@ -275,6 +277,7 @@ class Comparison(TypedDict):
     primitives: dict[str, PrimitiveComparison]
     absolute_gates: AbsoluteGates
     renderings: list[MovedRendering]
+    cells: NotRequired[CellTests]  # absent from reports written before the cells were tested
 
 
 class ReportDocument(TypedDict):
@@ -297,6 +300,12 @@ class ReportDocument(TypedDict):
     readout: dict[str, Readout]
     readout_recalibrated: dict[str, dict[str, Any]]
     calibration: dict[str, CalibrationRow]
+    # Absent from reports written before they existed (a saved baseline may be one): readers use .get().
+    decomposition: NotRequired[dict[str, Decomposition]]
+    reliability: NotRequired[dict[str, Reliability]]
+    repeat_noise: NotRequired[dict[str, RepeatNoise]]
+    recalibrated: NotRequired[dict[str, HeldOutMap]]
+    recalibration: NotRequired[MapUsed]  # only in a run replayed through a map (--sys1cal-recalibration)
     gates: list[GateJSON]
     notices: list[str]
     items: list[Item]

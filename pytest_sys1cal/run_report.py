@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from .dataset import Dataset
 from .document import Counts, Interrupted, ReportDocument, report_document
+from .document_why import MapUsed
 from .escape import quoted
 from .gates.rows import GateRow, Outcome, outcome
 from .gates.schema import Thresholds
 from .gates.upgrade_margins import upgrade_notices
+from .recalibration_map import RecalibrationMap, map_notice
 from .results import ResultRow, analysis_rows
 
 
@@ -37,6 +40,8 @@ class RunFacts:
     # (session/gate_advice.py words it; it names no output of this run, so the report stays the same wherever
     # it is written).
     write_gates: str | None = None
+    # --sys1cal-recalibration: every mapped answer goes through this map before the analysis (recalibration_map.py).
+    recalibration: RecalibrationMap | None = None
 
 
 @dataclass(frozen=True)
@@ -83,8 +88,11 @@ def build_report(
     options = thresholds.analysis_options() if thresholds else {}
     # The rows' samples too are parsed with the collector paused (analysis.collector_paused says why).
     with collector_paused():
+        items = analysis_rows(rows, dataset)
+        if facts.recalibration is not None:
+            items = [{**item, "samples": facts.recalibration.apply(item["samples"])} for item in items]
         analysis = analyze(
-            analysis_rows(rows, dataset),
+            items,
             seed=facts.seed,
             bootstrap=facts.bootstrap,
             recalibration_splits=facts.recalibration_splits,
@@ -108,10 +116,12 @@ def build_report(
         seed=facts.seed,
         analysis=analysis,
     )
+    if facts.recalibration is not None:  # only then: a report of the raw answers is unchanged
+        data["recalibration"] = cast(MapUsed, facts.recalibration.describe())
     interrupted = interruption(facts, data["counts"])
     if interrupted is not None:  # only then: the report of a run that went through its selection is unchanged
         data["interrupted"] = interrupted
-    gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts.seed)
+    gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts)
     data["gates"] = [gate.to_json() for gate in gates]
     if baseline is not None:  # only then: a report without a baseline is unchanged
         from .gates.upgrade_verdict import comparison_block
@@ -124,7 +134,7 @@ def build_report(
 
 
 def _gates(
-    data: ReportDocument, total: int, thresholds: Thresholds | None, baseline: Baseline | None, seed: int
+    data: ReportDocument, total: int, thresholds: Thresholds | None, baseline: Baseline | None, facts: RunFacts
 ) -> list[GateRow]:
     """Every configured gate. On a run of the whole dataset a gate that could not be measured fails; on part
     of it (-k, a stop, failed renderings) the threshold gates are not applicable."""
@@ -136,7 +146,14 @@ def _gates(
     gates = not_applicable(gates, partial) if partial else unmeasured_fails(gates)
     if baseline is not None:
         config = thresholds.regression if thresholds else None
-        rows = evaluate_upgrade(config, data, baseline.report, seed=seed, baseline_name=baseline.name)
+        rows = evaluate_upgrade(
+            config,
+            data,
+            baseline.report,
+            seed=facts.seed,
+            baseline_name=baseline.name,
+            splits=facts.recalibration_splits,
+        )
         # A comparison describes the renderings it paired, so it stands on part of the dataset too; on a run
         # of the whole dataset a primitive that could not be compared fails rather than pass unseen.
         gates += rows if partial else unmeasured_fails(rows)
@@ -178,6 +195,8 @@ def _notices(
 ) -> list[str]:
     """What the user must know about this run's inputs, said in the terminal, the summary and the report."""
     notices = []
+    if facts.recalibration is not None:
+        notices.append(map_notice(facts.recalibration, facts.model, facts.version))
     if facts.server_model and facts.server_model != facts.version:
         notices.append(  # the server's words quoted as such (escape.py), each renderer escapes them in turn
             f"the server reported model {quoted(facts.server_model)}, not the pinned {facts.version}: these answers are "

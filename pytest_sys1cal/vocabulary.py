@@ -33,4 +33,5 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 REPORT_SCHEMA = "sys1cal-report/1"
 MANIFEST_SCHEMA = "sys1cal-cassettes/1"
 TREND_SCHEMA = "sys1cal-trend/1"
+MAP_SCHEMA = "sys1cal-recalibration/1"  # a recalibration map (recalibration_map.py)
 REPLAY_INDEX_SCHEMA = 1  # the format of a replay index's lines (store/replay_index.py)

@@ -29,7 +29,7 @@ VERDICTS = {
     Outcome.PASSED: Verdict.PASSED,
     Outcome.NONE: Verdict.NOT_MEASURED,
 }
-_KEPT = ("n", "baseline", "new", "difference", "lower", "lower_level", "upper", "upper_level", "reason")
+_KEPT = ("n", "baseline", "new", "difference", "lower", "lower_level", "upper", "upper_level", "why", "reason")
 
 
 def is_upgrade(gate: GateRow) -> bool:
@@ -68,7 +68,7 @@ def comparison_block(
         row["node_id"] = (node_ids or {}).get(row["instance_id"])
     paired = next((int((gate.details or {}).get("matched", 0)) for gate in upgrade), len(moves))
     said = decided_by(verdict, primitives)
-    return {
+    block: Comparison = {
         "headline": f"{compared_names(side, candidate)}: {verdict}" + (f" ({said})" if said else ""),
         "summary": said,
         "verdict": verdict,
@@ -79,6 +79,10 @@ def comparison_block(
         "absolute_gates": absolute_gates([gate for gate in gates if not is_upgrade(gate)]),
         "renderings": [_ordered(row) for row in moves],
     }
+    cells = next(((gate.details or {}).get("cells") for gate in upgrade if (gate.details or {}).get("cells")), None)
+    if cells:  # how the Δ cells were marked (the same in every row of one comparison)
+        block["cells"] = cells
+    return block
 
 
 def _primitive(gate: GateRow) -> PrimitiveComparison:

@@ -10,6 +10,8 @@ from ..vocabulary import LABELS
 from .table import Table, fmt
 
 MOVED_MOST = 3  # cells named in the "moved most" note of the comparison by family
+REGRESSED = "regressed"  # the mark of a cell that is a Benjamini–Hochberg discovery (analysis/cells.py)
+GROUPINGS = {"by_family": "family", "by_representation": "representation"}
 
 
 def _breakdown_table(result: ReportDocument, key: Literal["by_family", "by_representation"], what: str) -> Table | None:
@@ -56,14 +58,20 @@ def by_representation_table(result: ReportDocument) -> Table | None:
     return _breakdown_table(result, "by_representation", "representation")
 
 
-def family_deltas(result: ReportDocument) -> dict[str, dict[str, Any]]:
-    """Primitive → family → Δ cell, from the upgrade gate rows of a report (empty without a baseline)."""
+def group_deltas(result: ReportDocument, key: str = "by_family") -> dict[str, dict[str, Any]]:
+    """Primitive → group → Δ cell (`key`: ``by_family`` or ``by_representation``), from the upgrade gate rows of a
+    report (empty without a baseline)."""
     out: dict[str, dict[str, Any]] = {}
     for gate in result.get("gates") or []:
         details = gate.get("details") or {}
-        if gate.get("name", "").startswith("regression.") and details.get("by_family"):
-            out[gate["name"].split(".")[1]] = details["by_family"]
+        if gate.get("name", "").startswith("regression.") and details.get(key):
+            out[gate["name"].split(".")[1]] = details[key]
     return out
+
+
+def family_deltas(result: ReportDocument) -> dict[str, dict[str, Any]]:
+    """Primitive → family → Δ cell, from the upgrade gate rows of a report (empty without a baseline)."""
+    return group_deltas(result, "by_family")
 
 
 def overall_deltas(result: ReportDocument) -> dict[str, dict[str, Any]]:
@@ -87,36 +95,59 @@ def _delta(cell: Mapping[str, Any] | None) -> str:
         return "—"
     ci = cell.get("ci")
     interval = "" if ci is None else f" [{ci[0]:+.3f}, {ci[1]:+.3f}]"
-    return f"{cell['difference']:+.3f}{interval}"
+    return f"{cell['difference']:+.3f}{interval}" + (f" {REGRESSED}" if cell.get("regressed") else "")
 
 
-def family_delta_table(result: ReportDocument) -> Table | None:
-    """Δ mean OVL (new − baseline) per family and compared primitive, with the bootstrap interval; the note
-    names the cells that moved most. Descriptive: the upgrade gate decides on the whole dataset."""
-    deltas = family_deltas(result)
+def regressed_cells(result: ReportDocument) -> list[tuple[str, str, str, Mapping[str, Any]]]:
+    """(grouping, primitive, group, cell) of every cell marked regressed, by family first, then by representation."""
+    return [
+        (key, prim, name, cell)
+        for key in GROUPINGS
+        for prim, cells in group_deltas(result, key).items()
+        for name, cell in cells.items()
+        if cell.get("regressed")
+    ]
+
+
+def worst_named(result: ReportDocument, cell: Mapping[str, Any]) -> list[str]:
+    """A regressed cell's worst renderings, each by the node id that re-runs it (its instance id without one),
+    with its D."""
+    comparison = result.get("comparison")
+    nodes = {row["instance_id"]: row["node_id"] for row in (comparison["renderings"] if comparison else [])}
+    return [f"{nodes.get(w['instance_id']) or w['instance_id']} (D {w['d']:+.3f})" for w in cell.get("worst") or []]
+
+
+def delta_table(result: ReportDocument, key: str = "by_family") -> Table | None:
+    """Δ mean OVL (new − baseline) per group and compared primitive, with the bootstrap interval and the mark of
+    a cell shown to have regressed beyond the rest (Benjamini–Hochberg, docs/statistics.md §6.5); the notes name
+    the cells that moved most and each regressed cell's worst renderings. The upgrade gate decides on the whole
+    dataset."""
+    what = GROUPINGS[key]
+    deltas = group_deltas(result, key)
     if not deltas:
         return None
     prims = list(deltas)
-    families = sorted({family for cells in deltas.values() for family in cells})
+    groups = sorted({group for cells in deltas.values() for group in cells})
     rows = []
-    for family in families:
-        n = next(cells[family]["n"] for cells in deltas.values() if family in cells)
-        rows.append([family, str(n)] + [_delta(deltas[p].get(family)) for p in prims])
+    for group in groups:
+        n = next(cells[group]["n"] for cells in deltas.values() if group in cells)
+        rows.append([group, str(n)] + [_delta(deltas[p].get(group)) for p in prims])
     overall = overall_deltas(result)
     if overall:
         n = next(iter(overall.values()))["n"]
         rows.append(["all (the gate's Δ)", str(n)] + [_delta(overall.get(p)) for p in prims])
     moved = sorted(
-        ((cell["difference"], p, family, cell) for p, cells in deltas.items() for family, cell in cells.items()),
+        ((cell["difference"], p, group, cell) for p, cells in deltas.items() for group, cell in cells.items()),
         key=lambda entry: (-abs(entry[0]), entry[1], entry[2]),
     )[:MOVED_MOST]
     level = next(iter(next(iter(deltas.values())).values()))["level"]
     notes = [
         "Moved most: "
-        + "; ".join(f"{LABELS.get(p, p)} on {family} {_delta(cell)}" for _, p, family, cell in moved)
+        + "; ".join(f"{LABELS.get(p, p)} on {group} {_delta(cell)}" for _, p, group, cell in moved)
         + ".",
-        f"Paired renderings of each family; {level:.0%} percentile intervals from the upgrade gate's latent-problem "
-        "bootstrap, one per cell and not corrected for their number. Descriptive: the verdicts above decide.",
+        f"Paired renderings of each {what}; {level:.0%} percentile intervals from the upgrade gate's latent-problem "
+        "bootstrap, one per cell and not corrected for their number.",
+        *_marks_note(result, key),
     ]
     if overall:
         notes.append(
@@ -124,8 +155,36 @@ def family_delta_table(result: ReportDocument) -> Table | None:
             "(each at its Holm level)."
         )
     return Table(
-        title="Upgrade comparison by family: Δ mean OVL, new − baseline",
-        columns=["family", "n", *(f"{LABELS.get(p, p)} Δ [{level:.0%}]" for p in prims)],
+        title=f"Upgrade comparison by {what}: Δ mean OVL, new − baseline",
+        columns=[what, "n", *(f"{LABELS.get(p, p)} Δ [{level:.0%}]" for p in prims)],
         rows=rows,
         notes=notes,
     )
+
+
+def _marks_note(result: ReportDocument, key: str) -> list[str]:
+    """What "regressed" means and, per regressed cell of this grouping, its worst renderings."""
+    comparison = result.get("comparison")
+    cells = comparison.get("cells") if comparison else None
+    if not cells:
+        return ["Descriptive: the verdicts above decide."]
+    rule = (
+        f"{REGRESSED}: the cell's Δ is below 0 and below the other paired renderings' Δ, a Benjamini–Hochberg "
+        f"discovery at q = {cells['q']:g} over {cells['tested']} cells of every compared primitive (by family and "
+        "by representation; docs/statistics.md §6.5); a drop shared by every cell is the verdict's, not a cell's. "
+        f"{cells['regressed']} marked."
+    )
+    named = [
+        f"{LABELS.get(prim, prim)} on {group}: {', '.join(worst_named(result, cell))}."
+        for grouping, prim, group, cell in regressed_cells(result)
+        if grouping == key
+    ]
+    return [rule, *([f"Worst renderings of each regressed cell: {' '.join(named)}"] if named else [])]
+
+
+def family_delta_table(result: ReportDocument) -> Table | None:
+    return delta_table(result, "by_family")
+
+
+def representation_delta_table(result: ReportDocument) -> Table | None:
+    return delta_table(result, "by_representation")

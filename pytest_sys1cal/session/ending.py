@@ -111,6 +111,7 @@ def _facts(run: Sys1CalRun) -> RunFacts:
         selected=run.interruption.selected,
         stopped=run.interruption.reason,
         write_gates=write_gates(run.advice),
+        recalibration=run.recalibration,
     )
 
 

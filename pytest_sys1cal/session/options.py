@@ -113,6 +113,13 @@ OPTIONS = [
         ini=False,
         metavar="PATH|VERSION",
     ),
+    Option(
+        "--sys1cal-recalibration",
+        "replay through this recalibration map (python -m pytest_sys1cal recalibrate writes one): every answer of a "
+        "mapped primitive goes through it before the analysis and the gates, so what is gated is what a team ships",
+        metavar="MAP.json",
+        path=True,
+    ),
     Option("--sys1cal-seed", "seed of every resampling procedure", 0, type=non_negative_int, metavar="N"),
     Option(
         "--sys1cal-bootstrap",
@@ -219,6 +226,7 @@ class Settings:
     # Whether the cassette root is the default one (`cassettes` under the rootdir), not named by an option or
     # ini key: only there may the bundled reference set stand in for a folder the project lacks.
     default_cassettes: bool = False
+    recalibration: Path | None = None  # --sys1cal-recalibration: the map the answers are replayed through
 
     @property
     def recording(self) -> bool:
