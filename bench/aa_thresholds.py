@@ -18,7 +18,7 @@ from the limit; the same for the old rule (2 problem-bootstrap SEs only, no repe
 the overall pass rate (every gate of a recording passed). --out writes the numbers as JSON.
 
 --problems P records a fresh dataset of P latent problems (`python -m pytest_sys1cal generate`) instead of the
-bundled 92, which makes a smaller experiment (tests/test_aa_thresholds.py runs one).
+bundled 92, which makes a smaller experiment (tests/commands/test_aa_thresholds.py runs one).
 """
 
 from __future__ import annotations

@@ -39,7 +39,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pytest_sys1cal.commands.init",
         "set a project up: starter thresholds.yaml, GitHub Actions workflow, .gitattributes",
     ),
-    "docs": ("pytest_sys1cal.commands.docs", "print a page of the docs the messages cite (docs/setup.md, …)"),
+    "docs": (
+        "pytest_sys1cal.commands.docs",
+        "print the docs' index, or a page the messages cite (docs/setup.md, …)",
+    ),
 }
 
 

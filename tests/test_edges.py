@@ -1,5 +1,6 @@
 """The gate at its edges, as a user meets it (issue 11): damaged and missing inputs are one clear error,
-nothing unmeasured passes, the advice is safe to follow, and the README's upgrade flow works as printed.
+nothing unmeasured passes, the advice is safe to follow, and the documented upgrade flow works as printed
+(docs/thresholds.md).
 
 Each case is a real pytest run (pytester) on real files; recording goes to a loopback /v1/systemone
 server or to the jevcompat mock on 127.0.0.1. Every case checks the exit status, that the message names
@@ -479,24 +480,24 @@ def test_benchmark_options_without_sys1cal_are_refused(pytester: pytest.Pytester
     assert args[0].split("=")[0] in output(result)
 
 
-# ============================================================================================ the README's upgrade flow
+# =================================================================================== the documented upgrade flow
 
 
-def readme_upgrade_commands() -> list[list[list[str]]]:
-    """The commands of the README's upgrade section, exactly as printed there: its two bash blocks (the
-    version folder as the baseline, then the saved-report form)."""
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("**Upgrade gate.**", 1)[1].split("\n## ", 1)[0]
+def documented_upgrade_commands() -> list[list[list[str]]]:
+    """The commands of docs/thresholds.md's "The upgrade gate", exactly as printed there: its two bash blocks
+    (the version folder as the baseline, then the saved-report form)."""
+    page = (REPO / "docs" / "thresholds.md").read_text()
+    section = page.split("\n## The upgrade gate\n", 1)[1].split("\n## ", 1)[0]
     blocks = [part.split("```", 1)[0] for part in section.split("```bash")[1:]]
     return [
         [shlex.split(line.split("#", 1)[0]) for line in block.strip().splitlines() if line.strip()] for block in blocks
     ]
 
 
-def test_the_readmes_upgrade_flow_works_verbatim_against_a_jev_wire_server(
+def test_the_documented_upgrade_flow_works_verbatim_against_a_jev_wire_server(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    (record, by_version), (save, by_report) = readme_upgrade_commands()
+    (record, by_version), (save, by_report) = documented_upgrade_commands()
     assert record[:2] == ["pytest", "--sys1cal"] and "--sys1cal-record-mode=once" in record
     assert "--sys1cal-baseline=jev-1.13.0" in by_version and "--sys1cal-baseline=baseline.json" in by_report
     # The project as a user has it: the bundled cassettes and thresholds under the rootdir. The ini only
@@ -505,7 +506,7 @@ def test_the_readmes_upgrade_flow_works_verbatim_against_a_jev_wire_server(
     shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
     pytester.makeini("[pytest]\nsys1cal_rate = 0\n")
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-test")
-    # jevcompat serves the Jev wire but knows no jev-1.14.0; that is the version the README upgrades to.
+    # jevcompat serves the Jev wire but knows no jev-1.14.0; that is the version the page upgrades to.
     monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | {"jev-1.14.0"})
     reference = snapshot(pytester.path / "cassettes" / "jev" / "jev-1.13.0")
     reports = {"version": tmp_path / "by-version.json", "report": tmp_path / "by-report.json"}

@@ -370,9 +370,9 @@ def test_every_module_a_docstring_names_exists() -> None:
 
 
 def _layout_blocks() -> dict[str, str]:
-    """README's "Project layout" tree as {folder: its text}: each `name/` entry of the package with the lines
-    that continue it, and "" for the package's top level (every other line under `pytest_sys1cal/`)."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """docs/architecture.md's "Project layout" tree as {folder: its text}: each `name/` entry of the package with
+    the lines that continue it, and "" for the package's top level (every other line under `pytest_sys1cal/`)."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
     tree_lines = text.split("## Project layout", 1)[1].split("    pytest_sys1cal/\n", 1)[1].split("\n    docs/", 1)[0]
     blocks: dict[str, str] = {"": ""}
     current = ""
@@ -390,9 +390,9 @@ def _layout_blocks() -> dict[str, str]:
     return blocks
 
 
-def test_the_readme_layout_lists_every_module() -> None:
-    """README's "Project layout" mirrors the tree: every module of the package is named in the entry of its own
-    folder (a top-level module on a top-level line)."""
+def test_the_architecture_layout_lists_every_module() -> None:
+    """docs/architecture.md's "Project layout" mirrors the tree: every module of the package is named in the entry
+    of its own folder (a top-level module on a top-level line)."""
     blocks = _layout_blocks()
     missing = []
     for path in modules():
@@ -401,7 +401,7 @@ def test_the_readme_layout_lists_every_module() -> None:
         folder = "/".join(path.relative_to(PACKAGE).parts[:-1])
         if not re.search(rf"(?<![\w/]){re.escape(path.name)}\b", blocks.get(folder, "")):
             missing.append(str(path.relative_to(PACKAGE)))
-    assert not missing, f"modules README's layout does not name under their own folder: {missing}"
+    assert not missing, f"modules docs/architecture.md's layout does not name under their own folder: {missing}"
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert set(blocks) - {""} == folders, f"layout folders {sorted(set(blocks) - {''})} vs the tree's {sorted(folders)}"
 

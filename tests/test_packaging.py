@@ -191,7 +191,8 @@ def test_the_docs_travel_with_the_wheel_and_print_from_an_install(
     assert "python -m pytest_sys1cal docs" in zipfile.ZipFile(built[0]).read(metadata).decode()  # where to read them
     python = str(installed / "python")
     listed = subprocess.run([python, "-m", "pytest_sys1cal", "docs"], cwd=tmp_path, capture_output=True, text=True)
-    assert listed.returncode == 0 and all(f"  {page.stem} " in listed.stdout for page in pages), listed.stdout
+    assert listed.returncode == 0 and listed.stdout == (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    assert all(f"]({page.name})" in listed.stdout for page in pages if page.name != "index.md"), listed.stdout
     for cited in ("setup", "docs/thresholds.md"):  # by name, or as a message cites it
         page = subprocess.run(
             [python, "-m", "pytest_sys1cal", "docs", cited], cwd=tmp_path, capture_output=True, text=True
@@ -201,4 +202,6 @@ def test_the_docs_travel_with_the_wheel_and_print_from_an_install(
     missing = subprocess.run(
         [python, "-m", "pytest_sys1cal", "docs", "nope"], cwd=tmp_path, capture_output=True, text=True
     )
-    assert missing.returncode == 4 and missing.stderr.startswith("error: no page 'nope'; the pages are: cassettes,")
+    assert missing.returncode == 4 and missing.stderr.startswith(
+        "error: no page 'nope'; the pages are: architecture, cassettes,"
+    )

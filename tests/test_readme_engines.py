@@ -3,8 +3,8 @@
 Each set is replayed once, as the README says (`pytest --sys1cal --model=<model> --sys1cal-model-version=<v>`,
 in a subprocess, from the repository root), and its JSON report is the only source of truth here. Every
 cell of the README's engines table and of docs/engines.md's table is rebuilt from it, and every number the
-prose states about these sets is parsed out of the text (README.md, docs/engines.md, docs/statistics.md
-§5.3) and compared with the value recomputed from the replays. No figure about the sets is written in this
+prose states about these sets is parsed out of the text (README.md, docs/engines.md, docs/output.md,
+docs/statistics.md §5.3) and compared with the value recomputed from the replays. No figure about the sets is written in this
 file (the last test feeds the rules the issue's own examples): a claim is a sentence with `{}` where its
 numbers stand, and a rule per number saying how the text may round it:
 
@@ -410,8 +410,8 @@ CLAIMS = [
         lambda r: _percent_above(r["jev"]),
     ),
     Claim(
-        "readme-reading-the-output",
-        "README.md",
+        "output-readout-splits",
+        "docs/output.md",
         "on the run's split and as mean ± SD over {} splits (`--sys1cal-recalibration-splits`)",
         lambda r: [whole(_splits(r))],
     ),

@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 from pytest_sys1cal.escape import markdown_text, one_line, quoted
 from tests.field import QUIET, subset
 from tests.loopback import Behaviour, LoopbackServer
-from tests.test_semif import FakeOpenAI
+from tests.models.test_semif import FakeOpenAI
 
 FAKE_VERDICT = "All 19 gates passed ✅"
 # Short enough to be quoted whole in the notice (120 characters): an image, an HTML tag (unquoted, so JSON quoting

@@ -2,7 +2,7 @@
 
 A limit sits a margin away from the measured value, in the tolerant direction, rounded outwards to the next
 0.005: a floor for mean and median OVL, a ceiling for representation TV, ECE, Brier, the option-swap shift and
-the first-position bias (docs/thresholds.md, "The rule"). The margin is the largest of three distances, each
+the first-position bias (docs/setup.md, "The rule"). The margin is the largest of three distances, each
 covering something one recording shows, or cannot show:
 
 - 2 bootstrap SEs over latent problems (the problems drawn with replacement, every rendering of a drawn

@@ -249,7 +249,7 @@ def flag(field: str) -> str:
 
 
 def argument(field: str, value: Any) -> str:
-    """``--flag=value``: the form pytest cannot misread (docs/recording.md, "Paths")."""
+    """``--flag=value``: the form pytest cannot misread (docs/setup.md, "Option values and paths")."""
     return f"{flag(field)}={value}"
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 # pytester's in-process runs forget modules first imported during a run; import the async HTTP stack the
-# recorder uses once, before any run (see tests/test_recording.py).
+# recorder uses once, before any run (see tests/recording/test_recording.py).
 import anyio._backends._asyncio  # noqa: F401
 import httpcore._backends.anyio  # noqa: F401
 import pytest
