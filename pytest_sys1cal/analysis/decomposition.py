@@ -73,7 +73,8 @@ def decompose(
     parts.update({f"{key}_ci": percentile_interval(stats[key][1:], LEVEL) for key in PARTS})
     parts.update(resamples=int(counts.shape[0] - 1), level=LEVEL)
     curve["ece_ci"] = percentile_interval(stats["ece"][1:], LEVEL)
-    curve["band"] = consistency_band(pooled, p, p_star, fit(p), weights)
+    band_rng = np.random.default_rng([seed, 1])  # a stream of its own: the intervals' resamples stay as they are
+    curve["band"] = consistency_band(pooled, p, p_star, clusters, band_rng, bootstrap)
     return parts, curve
 
 
@@ -104,25 +105,26 @@ def statistics(
 
 
 def consistency_band(
-    pooled: Pooled, p: np.ndarray, p_star: np.ndarray, recalibrated: np.ndarray, weights: np.ndarray
+    pooled: Pooled, p: np.ndarray, p_star: np.ndarray, clusters: Clusters, rng: np.random.Generator, resamples: int
 ) -> dict[str, Any]:
-    """Where the isotonic curve of a *calibrated* model with these answers falls, pointwise, in BAND_LEVEL of the
-    latent-problem resamples (the CORP consistency band, for exact targets): the targets are made calibrated,
-    t = p̂ + (p* − c(p̂)) (each rendering keeps its scatter around the curve, the curve becomes the diagonal),
-    each resample's fit of t is taken as its departure from the fit of all of t, and the band is the diagonal
-    plus the quantiles of those departures. A curve outside the band is miscalibration that resampling the
-    problems does not explain."""
-    calibrated = p + (p_star - recalibrated)
-    w = pooled.sums(weights)
-    fitted = fit_rows(w, pooled.sums(weights, calibrated[None, :]))
+    """Where the isotonic curve of a *calibrated* model with these answers falls, pointwise, in BAND_LEVEL of
+    `resamples` simulations (the CORP consistency band, for exact targets). A simulation keeps the answers and
+    draws targets whose curve is the diagonal: t = p̂ + s_j·(p* − p̂), each rendering's own error with one random
+    sign s_j = ±1 per latent problem (a wild bootstrap: under calibration an error has mean 0 whatever the
+    answer, so flipping it leaves that null as it is, and the errors of a problem keep their correlation). The
+    band is the quantiles of the isotonic fits of those targets. A curve outside it is miscalibration that
+    errors of this size do not explain; docs/statistics.md §7.2 gives its coverage in simulation."""
+    signs = 1.0 - 2.0 * rng.integers(0, 2, size=(resamples, clusters.count))
+    targets = p[None, :] + signs[:, clusters.codes] * (p_star - p)[None, :]
+    ones = np.ones((resamples, p.size))
+    fitted = fit_rows(pooled.sums(ones), pooled.sums(ones, targets))
     grid = np.linspace(pooled.x[0], pooled.x[-1], BAND_POINTS)
-    curves = np.array([np.interp(grid, pooled.x[row > 0], fit[row > 0]) for row, fit in zip(w, fitted, strict=True)])
-    departures = curves[1:] - curves[0]
+    curves = np.array([np.interp(grid, pooled.x, fit) for fit in fitted])
     tail = (1 - BAND_LEVEL) / 2
-    low, high = np.quantile(departures, [tail, 1 - tail], axis=0)
+    low, high = np.quantile(curves, [tail, 1 - tail], axis=0)
     return {
         "x": grid.tolist(),
-        "lower": np.clip(grid + low, 0.0, 1.0).tolist(),
-        "upper": np.clip(grid + high, 0.0, 1.0).tolist(),
+        "lower": np.clip(low, 0.0, 1.0).tolist(),
+        "upper": np.clip(high, 0.0, 1.0).tolist(),
         "level": BAND_LEVEL,
     }

@@ -146,11 +146,11 @@ def verdict_line(prim: str, metric: Mapping[str, Any], why: Mapping[str, Any]) -
     else:
         cause = UNDETERMINED
     recovered = recal["difference"] - drop
-    said = (
-        f"recalibration fitted on held-out problems recovers {recovered:.3f} of the {-drop:.3f} drop"
-        if drop < 0
-        else f"recalibration fitted on held-out problems moves Δ {signed(drop)} by {signed(recovered)}"
-    )
+    if drop >= 0:
+        said = f"recalibration fitted on held-out problems moves Δ {signed(drop)} by {signed(recovered)}"
+    else:
+        part = f"{recovered:.3f} of" if round(recovered, 3) > 0 else "none of"
+        said = f"recalibration fitted on held-out problems recovers {part} the {-drop:.3f} drop"
     both = f"both recalibrated, Δ {signed(recal['difference'])}"
     discrimination = _discrimination(why["dsc"])
     text = {

@@ -96,6 +96,7 @@ def after_failed_gates(
         )
     if threshold:
         lines += _threshold_fix(advice, report, thresholds, baseline, regression)
+    lines += recalibration_fix(advice, report)
     suspect = suspect_cassettes(advice)
     if suspect:
         folder = advice.folder
@@ -110,6 +111,29 @@ def after_failed_gates(
     else:
         lines.append("Otherwise this is a regression (re-recording the same model would not change the verdict).")
     return lines
+
+
+def recalibration_fix(advice: Advice, report: Mapping[str, Any]) -> list[str]:
+    """When the upgrade's diagnosis says a primitive that failed lost only its calibration (docs/statistics.md
+    §7.5): the map that gives it back, written from this run's report, and the run that gates what ships with it."""
+    rows = ((report.get("comparison") or {}).get("primitives") or {}).values()
+    recoverable = [
+        row
+        for row in rows
+        if row.get("verdict") == "FAILED" and (row.get("why") or {}).get("cause") == "miscalibration"
+    ]
+    if not recoverable or report.get("recalibration"):
+        return []
+    source = shown(advice.settings.report) if advice.settings.report is not None else REPORT
+    fit = shlex.join(["python", "-m", "pytest_sys1cal", "recalibrate", source, "--out", "map.json"])
+    first = "" if advice.settings.report is not None else f"{with_report(advice)}, then "
+    baseline = [argument("baseline", advice.settings.baseline)] if advice.settings.baseline else []
+    replay = shlex.join([*advice.run_parts(), *baseline, argument("recalibration", "map.json")])
+    return [
+        "The diagnosis says a recalibration gives the old quality back: write the map with "
+        f"{first}{fit}; apply it to the model's outputs (python -m pytest_sys1cal docs recalibration), and gate what "
+        f"ships by replaying through it: {replay}"
+    ]
 
 
 def _threshold_fix(
