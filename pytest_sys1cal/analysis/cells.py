@@ -1,15 +1,13 @@
-"""Where an upgrade moved: Δ per family and per representation, each cell tested, and "regressed" only as a
+"""Where an upgrade regressed: Δ per family and per representation, each cell tested, and "regressed" only as a
 Benjamini–Hochberg discovery over every cell and primitive (docs/statistics.md §6.5).
 
 A cell's Δ̂ is the mean of D_i = OVL_new,i − OVL_base,i over its paired renderings, with a percentile interval
 from the upgrade comparison's own latent-problem resamples (a resample's cell Δ is the ratio of its resampled
-sums, as for the whole dataset). A cell is tested for having regressed *where* the model regressed: its Δ below
-0 **and** below the Δ of the other paired renderings (so a drop shared by every cell is the verdict's news, not a
-cell's). Each one-sided hypothesis has a bootstrap p-value, (1 + #{resamples on the null's side}) / (B + 1), from
-the same resamples, which keep every rendering of a latent problem together (families nest problems,
-representations cross them; both are handled alike); the cell's p-value is the larger of the two, the
-intersection–union test of both. Benjamini–Hochberg at q over all cells of all compared primitives marks the
-discoveries; scripts/cell_fdr_simulation.py measures the false discovery rate and the power.
+sums, as for the whole dataset): descriptive, one per cell. A cell is *marked* only where it is shown worse by
+more than the fail margin δ₀ (the upgrade gate's FAILED, cell by cell): a one-sided Student t-test on the latent
+problems of the cell (regressed_p), and Benjamini–Hochberg at q over all tested cells of all compared primitives.
+scripts/cell_fdr_simulation.py measures the false discovery rate under a uniform degradation at the margin and
+the power for one confined to a family.
 """
 
 from __future__ import annotations
@@ -20,10 +18,12 @@ from typing import Any
 import numpy as np
 
 from .stats import Clusters
+from .student_t import t_sf
 
 GROUP_LEVEL = 0.95  # per-cell two-sided percentile intervals, one per cell, not corrected for the number of cells
 FDR = 0.10  # the Benjamini–Hochberg level of the "regressed" marks
 WORST = 3  # renderings named per cell, the lowest D first
+MIN_PROBLEMS = 3  # latent problems a cell's tests need (fewer: the cell is not tested, never marked)
 GROUPINGS = ("by_family", "by_representation")
 
 
@@ -36,10 +36,12 @@ def group_differences(
     ovl_new: np.ndarray,
     ovl_base: np.ndarray,
     instance_ids: Sequence[str] = (),
+    fail_margin: float | None = None,
 ) -> dict[str, Any] | None:
     """Per group with paired renderings (keys sorted): n, latent problems, mean OVL in the baseline and the new
     run, their difference Δ, its bootstrap SE and 95% interval; ``rest``, the Δ of the other paired renderings;
-    ``p_value`` of "this cell regressed, and more than the rest"; ``worst``, its lowest-D renderings.
+    with `fail_margin` (δ₀) ``p_value`` of "this cell is worse by more than δ₀" (regressed_p); with
+    `instance_ids`, ``worst``, its lowest-D renderings.
 
     d: per rendering OVL_new − OVL_base (0 where not paired); both: paired; counts: (B, J) latent-problem
     multiplicities of the upgrade comparison's bootstrap. Resamples that drew none of a group's latent problems
@@ -47,11 +49,10 @@ def group_differences(
     if any(group is None for group in groups):
         return None
     labels = np.asarray(groups, dtype=str)
-    totals = (counts @ clusters.sums(np.where(both, d, 0.0)), counts @ clusters.sums(both.astype(float)))
     out: dict[str, Any] = {}
     for name in sorted(set(labels[both].tolist())):
         rows = both & (labels == name)
-        out[name] = _cell(rows, both, clusters, counts, d, totals, ovl_new, ovl_base, instance_ids)
+        out[name] = _cell(rows, both, clusters, counts, d, ovl_new, ovl_base, instance_ids, fail_margin)
     return out
 
 
@@ -61,14 +62,13 @@ def _cell(
     clusters: Clusters,
     counts: np.ndarray,
     d: np.ndarray,
-    totals: tuple[np.ndarray, np.ndarray],
     ovl_new: np.ndarray,
     ovl_base: np.ndarray,
     instance_ids: Sequence[str],
+    fail_margin: float | None,
 ) -> dict[str, Any]:
     numerator = counts @ clusters.sums(np.where(rows, d, 0.0))
     denominator = counts @ clusters.sums(rows.astype(float))
-    rest_numerator, rest_denominator = totals[0] - numerator, totals[1] - denominator
     drawn = denominator > 0
     boot = numerator[drawn] / denominator[drawn]
     enough = boot.size >= 2
@@ -85,18 +85,25 @@ def _cell(
     }
     rest = both & ~rows
     cell["rest"] = float(d[rest].mean()) if rest.any() else None
-    compared = drawn & (rest_denominator > 0)
-    if enough and compared.sum() >= 2:
-        contrast = numerator[compared] / denominator[compared] - rest_numerator[compared] / rest_denominator[compared]
-        p_below_zero = (1 + np.sum(boot >= 0)) / (boot.size + 1)
-        p_below_rest = (1 + np.sum(contrast >= 0)) / (contrast.size + 1)
-        cell["p_value"] = float(max(p_below_zero, p_below_rest))
-    else:
-        cell["p_value"] = None
+    cell["p_value"] = None if fail_margin is None else regressed_p(rows, clusters, d, fail_margin)
     if instance_ids:
         order = np.flatnonzero(rows)[np.argsort(d[rows], kind="stable")[:WORST]]
         cell["worst"] = [{"instance_id": instance_ids[i], "d": float(d[i])} for i in order]
     return cell
+
+
+def regressed_p(rows: np.ndarray, clusters: Clusters, d: np.ndarray, fail_margin: float) -> float | None:
+    """The p-value of "this cell is worse by more than δ₀": a one-sided Student t-test on latent problems (the
+    unit: a problem's renderings are correlated) of the means m_j of each problem's D over its renderings in the
+    cell, H0: mean ≥ −δ₀ against H1: mean < −δ₀. None (not tested) with fewer than MIN_PROBLEMS problems or no
+    spread."""
+    inside = np.bincount(clusters.codes[rows], minlength=clusters.count)
+    sums = np.bincount(clusters.codes[rows], weights=d[rows], minlength=clusters.count)
+    means = sums[inside > 0] / inside[inside > 0]
+    if means.size < MIN_PROBLEMS or (sd := float(means.std(ddof=1))) == 0.0:
+        return None
+    # P(T ≤ t) of t = (mean + δ₀)/se, the lower tail: small when the cell's mean is well below −δ₀.
+    return t_sf(means.size - 1, -(float(means.mean()) + fail_margin) / (sd / np.sqrt(means.size)))
 
 
 def benjamini_hochberg(p_values: Sequence[float], q: float) -> tuple[np.ndarray, np.ndarray]:

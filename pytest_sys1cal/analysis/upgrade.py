@@ -1,7 +1,8 @@
 """The upgrade comparison: a run against a baseline report, mean OVL per primitive paired by rendering,
 a latent-problem bootstrap, a three-way verdict per primitive and Holm across them (docs/statistics.md §6),
-the same Δ per family (§6.5, descriptive) and whether the comparison can decide at its margin at all
-(§6.6). Knows nothing of pytest or of thresholds.yaml."""
+the same Δ per family and per representation with the cells that regressed marked (§6.5, analysis/cells.py),
+whether the comparison can decide at its margin at all (§6.6), and, asked for, why each primitive moved (§7.5,
+analysis/diagnosis.py). Knows nothing of pytest or of thresholds.yaml."""
 
 from __future__ import annotations
 
@@ -170,10 +171,12 @@ def _measure(
         # Bootstrap p-values of the two one-sided tests: H0 Δ ≤ −δ (for PASS) and H0 Δ ≥ −δ₀ (for FAIL).
         p_noninferior=float((1 + np.sum(boot <= -margin.drop)) / (boot.size + 1)),
         p_worse=float((1 + np.sum(boot >= -margin.fail_drop)) / (boot.size + 1)),
-        by_family=group_differences(paired.family, clusters, counts, d, both, ovl_new, ovl_base, paired.instance_id),
-        by_representation=group_differences(
-            paired.representation, clusters, counts, d, both, ovl_new, ovl_base, paired.instance_id
-        ),
+        **{
+            key: group_differences(
+                groups, clusters, counts, d, both, ovl_new, ovl_base, paired.instance_id, margin.fail_drop
+            )
+            for key, groups in (("by_family", paired.family), ("by_representation", paired.representation))
+        },
     )
     return out, boot
 

@@ -119,7 +119,7 @@ def worst_named(result: ReportDocument, cell: Mapping[str, Any]) -> list[str]:
 
 def delta_table(result: ReportDocument, key: str = "by_family") -> Table | None:
     """Δ mean OVL (new − baseline) per group and compared primitive, with the bootstrap interval and the mark of
-    a cell shown to have regressed beyond the rest (Benjamini–Hochberg, docs/statistics.md §6.5); the notes name
+    a cell shown worse than the fail margin (Benjamini–Hochberg, docs/statistics.md §6.5); the notes name
     the cells that moved most and each regressed cell's worst renderings. The upgrade gate decides on the whole
     dataset."""
     what = GROUPINGS[key]
@@ -169,10 +169,9 @@ def _marks_note(result: ReportDocument, key: str) -> list[str]:
     if not cells:
         return ["Descriptive: the verdicts above decide."]
     rule = (
-        f"{REGRESSED}: the cell's Δ is below 0 and below the other paired renderings' Δ, a Benjamini–Hochberg "
-        f"discovery at q = {cells['q']:g} over {cells['tested']} cells of every compared primitive (by family and "
-        "by representation; docs/statistics.md §6.5); a drop shared by every cell is the verdict's, not a cell's. "
-        f"{cells['regressed']} marked."
+        f"{REGRESSED}: the cell is shown worse than the fail margin −δ₀ (a one-sided t-test on its latent problems), a "
+        f"Benjamini–Hochberg discovery at q = {cells['q']:g} over {cells['tested']} cells of every compared primitive "
+        f"(by family and by representation; docs/statistics.md §6.5): {cells['regressed']} marked."
     )
     named = [
         f"{LABELS.get(prim, prim)} on {group}: {', '.join(worst_named(result, cell))}."

@@ -5,7 +5,9 @@ report's ``comparison`` block alone, so a saved report redraws them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
+from typing import Any
 
 from ..document import Comparison, ReportDocument
 from ..vocabulary import LABELS
@@ -129,7 +131,12 @@ def regressed_links(report: ReportDocument) -> list[str]:
         )
         items.append(
             f"<li><b>{escape(LABELS.get(prim, prim))} on {escape(GROUPINGS[grouping])} {escape(group)}</b>: Δ "
-            f"{cell['difference']:+.3f} against {cell['rest']:+.3f} elsewhere (q = {cell['q_value']:.3f}); worst: {links}</li>"
+            f"{cell['difference']:+.3f}{_elsewhere(cell)}, q = {cell['q_value']:.3f}; worst: {links}</li>"
         )
     return [f'<div class="regressed" id="regressed"><p class="note">Regressed cells and their worst renderings:</p>'
             f"<ul>{''.join(items)}</ul></div>"]  # fmt: skip
+
+
+def _elsewhere(cell: Mapping[str, Any]) -> str:
+    rest = cell.get("rest")
+    return "" if rest is None else f" (elsewhere {rest:+.3f})"

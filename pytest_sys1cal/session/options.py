@@ -123,7 +123,7 @@ OPTIONS = [
     Option("--sys1cal-seed", "seed of every resampling procedure", 0, type=non_negative_int, metavar="N"),
     Option(
         "--sys1cal-bootstrap",
-        "latent-problem resamples for the U_max and λ intervals of Table 2; 0 skips them",
+        "latent-problem resamples for the intervals of Table 2 (U_max, λ) and of the Brier decomposition; 0 skips them",
         BOOTSTRAP_RESAMPLES,  # vocabulary.py says why
         type=non_negative_int,
         metavar="N",
