@@ -128,7 +128,8 @@ def recalibration_fix(advice: Advice, report: Mapping[str, Any]) -> list[str]:
     fit = shlex.join(["python", "-m", "pytest_sys1cal", "recalibrate", source, "--out", "map.json"])
     first = "" if advice.settings.report is not None else f"{with_report(advice)}, then "
     baseline = [argument("baseline", advice.settings.baseline)] if advice.settings.baseline else []
-    replay = shlex.join([*advice.run_parts(), *baseline, argument("recalibration", "map.json")])
+    cassettes = Path(shown(advice.settings.cassettes))  # as typed where pytest ran: no machine path in the summary
+    replay = shlex.join([*advice.run_parts(cassettes), *baseline, argument("recalibration", "map.json")])
     return [
         "The diagnosis says a recalibration gives the old quality back: write the map with "
         f"{first}{fit}; apply it to the model's outputs (python -m pytest_sys1cal docs recalibration), and gate what "

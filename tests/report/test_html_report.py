@@ -132,7 +132,7 @@ def test_no_date_creator_or_random_id_in_the_figures(compared_page: str) -> None
     ("answers", "expected"),
     [
         ({}, []),  # every rendering failed: a page with the tables and no figure
-        ({"choice": 0.5}, ["transfer", "reliability", "sensitivity", "groups", "readout"]),  # Choice alone
+        ({"choice": 0.5}, ["transfer", "reliability", "sensitivity", "groups", "readout", "why"]),  # Choice alone
         ({"noul": 0.3, "choice": 0.5, "mu": 0.4}, EVERY_RUN),
     ],
 )
