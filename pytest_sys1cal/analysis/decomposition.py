@@ -29,7 +29,13 @@ from .stats import Clusters, percentile_interval, with_reasons
 LEVEL = 0.95  # of the percentile intervals
 BAND_LEVEL = 0.90  # of the pointwise consistency band
 BAND_POINTS = 41  # answers at which the band is given, evenly spread between the lowest and the highest answer
+# Simulations of the band (at most; --sys1cal-bootstrap 0 draws none): its 5 % and 95 % quantiles at 200 are drawn
+# to within the width of a plotted line, and its refits cost more than the intervals' (noisy targets: long merges).
+BAND_SIMULATIONS = 200
 PARTS = ("score", "mcb", "dsc", "unc")
+# From this many distinct answers on, the resampled fits (the intervals, the band) pool neighbouring answers into
+# this many groups, each of about as many renderings (docs/statistics.md §7.1); the run's own values stay exact.
+RESAMPLED_POINTS = 400
 
 
 def decompositions(
@@ -58,42 +64,64 @@ def decompose(
         return with_reasons(parts, ["not enough data: no answers"]), with_reasons(
             curve, ["not enough data: no answers"]
         )
-    pooled = Pooled.of(p)
-    counts = np.ones((1, clusters.count))
+    counts = np.empty((0, clusters.count))
     if bootstrap > 0 and clusters.count >= 2:
-        counts = np.vstack([counts, clusters.resample_counts(np.random.default_rng(seed), bootstrap)])
-    weights = counts[:, clusters.codes]  # (1 + resamples, n): row 0 is the run itself
-    stats, fitted = statistics(pooled, p, p_star, weights)
+        counts = clusters.resample_counts(np.random.default_rng(seed), bootstrap)
+    stats, fitted, pooled = resampled(p, p_star, counts, clusters.codes)
     parts.update({key: float(stats[key][0]) for key in PARTS}, distinct_answers=int(pooled.x.size))
-    fit = IsotonicMap.from_fit(pooled.x, fitted[0])
+    fit = IsotonicMap.from_fit(pooled.x, fitted)
     curve.update(ece=float(stats["ece"][0]), curve={"x": fit.x.tolist(), "y": fit.y.tolist()})
-    if counts.shape[0] == 1:
+    if not counts.shape[0]:
         why = "bootstrap skipped (bootstrap=0)" if bootstrap <= 0 else "no interval: fewer than 2 latent problems"
         return with_reasons(parts, [why]), with_reasons(curve, [why])
     parts.update({f"{key}_ci": percentile_interval(stats[key][1:], LEVEL) for key in PARTS})
-    parts.update(resamples=int(counts.shape[0] - 1), level=LEVEL)
+    parts.update(resamples=int(counts.shape[0]), level=LEVEL)
     curve["ece_ci"] = percentile_interval(stats["ece"][1:], LEVEL)
     band_rng = np.random.default_rng([seed, 1])  # a stream of its own: the intervals' resamples stay as they are
-    curve["band"] = consistency_band(pooled, p, p_star, clusters, band_rng, bootstrap)
+    curve["band"] = consistency_band(pooled, p, p_star, clusters, band_rng, min(bootstrap, BAND_SIMULATIONS))
     return parts, curve
 
 
+def resampled(
+    p: np.ndarray, p_star: np.ndarray, counts: np.ndarray, codes: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray, Pooled]:
+    """Every part and the bin-free ECE of the run itself (row 0, exact) and under each row of `counts` (latent-
+    problem multiplicities; `codes`: each rendering's problem), all rows fitted at once; the run's isotonic fit at
+    its distinct answers; the distinct answers. With more than RESAMPLED_POINTS distinct answers the resampled fits
+    pool them (Pooled.coarsened) and each resample's value is moved by the run's exact − pooled difference: a
+    percentile interval around the exact value with the pooled fit's spread."""
+    pooled = Pooled.of(p)
+    ones = np.ones((1, int(codes.max()) + 1 if codes.size else 0))
+    exact, fitted = statistics(pooled, p, p_star, ones, codes)
+    if not counts.shape[0]:
+        return exact, fitted[0], pooled
+    coarse = pooled.coarsened(RESAMPLED_POINTS)
+    rows = counts if coarse is pooled else np.vstack([ones, counts])
+    drawn = statistics(coarse, p, p_star, rows, codes)[0]
+    if coarse is not pooled:
+        drawn = {key: values[1:] + (exact[key][0] - values[0]) for key, values in drawn.items()}
+    return {key: np.concatenate([exact[key], drawn[key]]) for key in exact}, fitted[0], pooled
+
+
 def statistics(
-    pooled: Pooled, p: np.ndarray, p_star: np.ndarray, weights: np.ndarray
+    pooled: Pooled, p: np.ndarray, p_star: np.ndarray, counts: np.ndarray, codes: np.ndarray
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Every part of the decomposition and the bin-free ECE under each row of `weights` (rows, n), and the
-    isotonic fit of each row at the distinct answers (rows, D). Weighted means: a rendering counts as often as
-    its latent problem was drawn."""
-    total = weights.sum(axis=1)
-    w = pooled.sums(weights)
-    wy = pooled.sums(weights, p_star[None, :])
-    wy2 = pooled.sums(weights, (p_star**2)[None, :])
+    """Every part of the decomposition and the bin-free ECE under each row of `counts` (rows, J): a rendering
+    counts as often as its latent problem (`codes`) was drawn; and the isotonic fit of each row at the distinct
+    answers (rows, D). The sums over renderings are sums over problems of their renderings' sums."""
+
+    def over(values: np.ndarray) -> np.ndarray:  # Σ_i counts[row, problem of i]·values_i, per row
+        return counts @ np.bincount(codes, weights=values, minlength=counts.shape[1])
+
+    total = over(np.ones(p.size))
+    w, wy = pooled.problem_sums(counts, codes, [None, p_star])
     fitted = fit_rows(w, wy)
     c = np.where(w > 0, fitted, 0.0)
-    fit_error = (w * c**2 - 2 * c * wy + wy2).sum(axis=1) / total  # mean (c − p*)²
-    mean = weights @ p_star / total
-    spread = weights @ p_star**2 / total - mean**2  # mean (p* − m)²
-    brier = weights @ (p - p_star) ** 2 / total  # mean (p̂ − p*)², the model part of S(p̂)
+    squares = over(p_star**2) / total  # mean p*²
+    fit_error = (w * c**2 - 2 * c * wy).sum(axis=1) / total + squares  # mean (c − p*)²
+    mean = over(p_star) / total
+    spread = squares - mean**2  # mean (p* − m)²
+    brier = over((p - p_star) ** 2) / total  # mean (p̂ − p*)², the model part of S(p̂)
     unc = mean * (1 - mean)  # S(m) = mean (m − p*)² + mean p*(1 − p*)
     return {
         "score": brier + (mean - spread - mean**2),  # + mean p*(1 − p*) = m − (spread + m²)
@@ -112,14 +140,17 @@ def consistency_band(
     draws targets whose curve is the diagonal: t = p̂ + s_j·(p* − p̂), each rendering's own error with one random
     sign s_j = ±1 per latent problem (a wild bootstrap: under calibration an error has mean 0 whatever the
     answer, so flipping it leaves that null as it is, and the errors of a problem keep their correlation). The
-    band is the quantiles of the isotonic fits of those targets. A curve outside it is miscalibration that
-    errors of this size do not explain; docs/statistics.md §7.2 gives its coverage in simulation."""
+    band is the quantiles of the isotonic fits of those targets (on the pooled answers beyond RESAMPLED_POINTS).
+    A curve outside it is miscalibration that errors of this size do not explain; docs/statistics.md §7.2 gives
+    its coverage in simulation."""
     signs = 1.0 - 2.0 * rng.integers(0, 2, size=(resamples, clusters.count))
-    targets = p[None, :] + signs[:, clusters.codes] * (p_star - p)[None, :]
-    ones = np.ones((resamples, p.size))
-    fitted = fit_rows(pooled.sums(ones), pooled.sums(ones, targets))
+    coarse = pooled.coarsened(RESAMPLED_POINTS)
+    ones = np.ones((1, clusters.count))
+    sizes, answers = coarse.problem_sums(ones, clusters.codes, [None, p])
+    flipped = coarse.problem_sums(signs, clusters.codes, [p_star - p])[0]  # Σ s_j·(p* − p̂) per answer
+    fitted = fit_rows(np.broadcast_to(sizes, flipped.shape), answers + flipped)
     grid = np.linspace(pooled.x[0], pooled.x[-1], BAND_POINTS)
-    curves = np.array([np.interp(grid, pooled.x, fit) for fit in fitted])
+    curves = np.array([np.interp(grid, coarse.x, fit) for fit in fitted])
     tail = (1 - BAND_LEVEL) / 2
     low, high = np.quantile(curves, [tail, 1 - tail], axis=0)
     return {

@@ -26,9 +26,8 @@ from typing import Any
 import numpy as np
 
 from ..vocabulary import LABELS, Verdict
-from .decomposition import statistics
+from .decomposition import resampled
 from .held_out_maps import held_out_answers, held_out_inverse
-from .isotonic import Pooled
 from .latent import LatentData
 from .paired import Paired
 from .primitives import ovl
@@ -57,11 +56,9 @@ def diagnose(
     """The ``why`` block of one compared primitive (`metric`: its row of the comparison, verdict included)."""
     new, base = paired.new[prim], paired.base[prim]
     both = ~np.isnan(new) & ~np.isnan(base)
-    rows = np.vstack([np.ones(clusters.count), counts[:PART_RESAMPLES]])[:, clusters.codes[both]]  # row 0: the run
-    p_star = paired.p_star[both]
-    out: dict[str, Any] = _parts(rows, p_star, new[both], base[both])
+    p_star, codes = paired.p_star[both], clusters.codes[both]
+    out: dict[str, Any] = _parts(counts[:PART_RESAMPLES], codes, p_star, new[both], base[both])
     firsts = [first[both] for first in split_halves(paired.latent_ids, paired.p_star, split_seeds(seed, splits))]
-    codes = clusters.codes[both]
     out["recalibrated"] = _recalibrated(
         [held_out_answers(side, p_star, firsts) for side in (base[both], new[both])], p_star, codes, counts, alpha
     )
@@ -71,10 +68,13 @@ def diagnose(
     return out
 
 
-def _parts(rows: np.ndarray, p_star: np.ndarray, new: np.ndarray, base: np.ndarray) -> dict[str, Any]:
-    """MCB and DSC of both versions and their differences, under every resample of `rows`."""
-    new_values = statistics(Pooled.of(new), new, p_star, rows)[0]
-    base_values = statistics(Pooled.of(base), base, p_star, rows)[0]
+def _parts(
+    counts: np.ndarray, codes: np.ndarray, p_star: np.ndarray, new: np.ndarray, base: np.ndarray
+) -> dict[str, Any]:
+    """MCB and DSC of both versions and their differences, for the run (row 0) and under every resample (`counts`:
+    latent-problem multiplicities, `codes`: each rendering's problem)."""
+    new_values = resampled(new, p_star, counts, codes)[0]
+    base_values = resampled(base, p_star, counts, codes)[0]
     out = {}
     for key in ("mcb", "dsc"):
         change = new_values[key] - base_values[key]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 FEW_ROWS = 150  # up to this many weightings, one at a time in plain Python is faster than in lockstep (bench)
+BLOCK = 1 << 20  # rows × renderings per block of problem_sums (8 MiB of floats: big fresh arrays cost page faults)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,41 @@ class Pooled:
         code = code.reshape(-1)
         return cls(x, code, np.argsort(code, kind="stable"), np.cumsum(counts) - counts)
 
+    def coarsened(self, points: int) -> Pooled:
+        """Itself when it has at most `points` distinct answers; else the distinct answers pooled, in order, into
+        `points` groups of about as many renderings each (a distinct answer is never split), each group at the mean
+        answer of its renderings. For resampled fits of many answers (analysis/decomposition.py)."""
+        if self.x.size <= points:
+            return self
+        counts = np.diff(np.append(self.starts, self.code.size))
+        before = np.cumsum(counts) - counts
+        group = (before * points) // self.code.size  # the group of each distinct answer, non-decreasing
+        sizes = np.bincount(group, weights=counts)
+        with np.errstate(invalid="ignore"):  # a group no distinct answer fell in: dropped below
+            x = np.bincount(group, weights=self.x * counts) / sizes
+        code = group[self.code]
+        kept = sizes > 0
+        renumbered = np.cumsum(kept) - 1
+        code = renumbered[code]
+        sizes = sizes[kept].astype(int)
+        return Pooled(x[kept], code, np.argsort(code, kind="stable"), np.cumsum(sizes) - sizes)
+
+    def problem_sums(
+        self, by_problem: np.ndarray, codes: np.ndarray, values: list[np.ndarray | None]
+    ) -> list[np.ndarray]:
+        """For each of `values` (None: 1), the (rows, D) sums over the renderings of each distinct answer of
+        by_problem[row, problem of the rendering] × value: a rendering weighted by its latent problem's entry
+        (`codes`: each rendering's problem), as `sums` of the renderings' weights would give, in blocks of rows so
+        that no (rows × renderings) array is ever whole (BLOCK elements at a time)."""
+        ordered, step = codes[self.order], max(1, BLOCK // max(self.code.size, 1))
+        outs = [np.empty((by_problem.shape[0], self.x.size)) for _ in values]
+        for first in range(0, by_problem.shape[0], step):
+            weights = by_problem[first : first + step][:, ordered]
+            for out, value in zip(outs, values, strict=True):
+                terms = weights if value is None else weights * value[self.order]
+                out[first : first + step] = np.add.reduceat(terms, self.starts, axis=1)
+        return outs
+
     def sums(self, weights: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
         """(rows, D): per row of `weights` (rows, n), the sum of weight (× value) over the renderings of each
         distinct answer."""
@@ -52,18 +88,19 @@ def fit_rows(w: np.ndarray, wy: np.ndarray) -> np.ndarray:
     in increasing order; returns the fitted value at every distinct answer (rows, D). A point of zero weight takes
     the value of the block before it (NaN before a row's first weighted point, and in a row of zero weight).
 
-    Each row's stack of blocks lives in flat arrays, row r's k-th block at r·D + k (one-dimensional indexing is
-    several times faster than two index arrays): its summed weight, summed weight × target and first point. A few
+    Each row's stack of blocks lives in flat arrays, the k-th block of row r at k·rows + r: one-dimensional
+    indexing is several times faster than two index arrays, and the rows' stacks grow alike, so their top blocks
+    sit close together in memory (row-major stacks spread them a stack apart: at 3,650 answers × 1,000 resamples
+    that cost 4× in cache misses). A block holds its summed weight, summed weight × target and first point. A few
     rows go through _fit_row one by one instead, the same operations in the same order (the same bits), without
     numpy's overhead per point."""
     rows, points = w.shape
     if rows <= FEW_ROWS:
         return np.array([_fit_row(w_row.tolist(), wy_row.tolist()) for w_row, wy_row in zip(w, wy, strict=True)])
-    s0 = np.zeros(rows * points)
-    s1 = np.zeros(rows * points)
-    start = np.zeros(rows * points, dtype=np.intp)
+    s0 = np.zeros(points * rows)
+    s1 = np.zeros(points * rows)
+    start = np.zeros(points * rows, dtype=np.intp)
     top = np.full(rows, -1, dtype=np.intp)  # the index of each row's last block
-    base = np.arange(rows) * points
     by_point, sums_by_point = np.ascontiguousarray(w.T), np.ascontiguousarray(wy.T)
     for d in range(points):
         weight = by_point[d]
@@ -71,10 +108,11 @@ def fit_rows(w: np.ndarray, wy: np.ndarray) -> np.ndarray:
         if not live.size:
             continue
         top[live] += 1
-        at = base[live] + top[live]
+        at = top[live] * rows + live
         s0[at], s1[at], start[at] = weight[live], sums_by_point[d, live], d
-        _merge_violators(live[top[live] >= 1], at[top[live] >= 1], top, s0, s1)
-    return _expand(top, s0.reshape(rows, points), s1.reshape(rows, points), start.reshape(rows, points))
+        stacked = at >= rows  # rows with a block before the new one
+        _merge_violators(live[stacked], at[stacked], rows, top, s0, s1)
+    return _expand(top, *(a.reshape(points, rows).T for a in (s0, s1, start)))
 
 
 def _fit_row(w: list[float], wy: list[float]) -> list[float]:
@@ -100,17 +138,18 @@ def _fit_row(w: list[float], wy: list[float]) -> list[float]:
     return fitted
 
 
-def _merge_violators(r: np.ndarray, at: np.ndarray, top: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> None:
-    """Pool each row's new last block (flat index `at`) with the ones before it while their means decrease (mean
-    before > mean after, compared as s1·s0' > s1'·s0 so that no division rounds)."""
+def _merge_violators(r: np.ndarray, at: np.ndarray, rows: int, top: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> None:
+    """Pool each row's new last block (flat index `at`; the block before it is `rows` earlier) with the ones before
+    it while their means decrease (mean before > mean after, compared as s1·s0' > s1'·s0 so that no division
+    rounds)."""
     while r.size:
-        before = at - 1
+        before = at - rows
         bad = s1[before] * s0[at] > s1[at] * s0[before]
         r, at, before = r[bad], at[bad], before[bad]
         s0[before] += s0[at]
         s1[before] += s1[at]
         top[r] -= 1
-        keep = top[r] >= 1
+        keep = before >= rows
         r, at = r[keep], before[keep]
 
 

@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.calibration import BINS, equal_width_bins
-from ..analysis.decomposition import statistics as decomposition_statistics
-from ..analysis.isotonic import Pooled
+from ..analysis.decomposition import resampled
 from ..analysis.items import LEVEL_VALUES, ItemTable
 from ..analysis.sensitivity import per_problem_spread
 from ..analysis.swap import first_position_share
@@ -68,7 +67,8 @@ def primitive_statistics(p: np.ndarray, table: ItemTable, codes: np.ndarray, wei
             "max_ece": (np.abs(w @ gap).sum(axis=1) / total, None),
             "max_brier": (w @ (p - target) ** 2 / total, None),
         }
-        parts = decomposition_statistics(Pooled.of(p), p, target, w)[0]  # the isotonic fit under every weight row
+        # The isotonic fit under every weight row; row 0 of the rule's weights is the run itself (all ones).
+        parts = resampled(p, target, weights[1:], item_codes)[0]
         out.update(max_mcb=(parts["mcb"], None), min_dsc=(parts["dsc"], None))
         _, pairwise, max_gap = per_problem_spread(p, table.latent_ids[asked])
         out.update(_problem_means(pairwise, max_gap, np.unique(item_codes), weights))

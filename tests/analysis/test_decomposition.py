@@ -117,7 +117,7 @@ def test_each_resample_is_the_decomposition_of_the_resampled_problems() -> None:
     p, p_star, latent = jev_noul()
     clusters = Clusters.of(latent)
     counts = clusters.resample_counts(np.random.default_rng(5), 4)
-    weighted = statistics(Pooled.of(p), p, p_star, counts[:, clusters.codes])[0]
+    weighted = statistics(Pooled.of(p), p, p_star, counts, clusters.codes)[0]
     for row, drawn in enumerate(counts.astype(int)):
         copies = np.repeat(np.arange(p.size), drawn[clusters.codes])
         again = parts_of(p[copies], p_star[copies], latent[copies])
