@@ -61,7 +61,21 @@ def main(argv: list[str] | None = None) -> int:
         if name == chosen:
             importlib.import_module(module).add_arguments(command_parser)
     args = parser.parse_args(argv)
-    return int(importlib.import_module(COMMANDS[args.command][0]).main(args))
+    try:
+        return int(importlib.import_module(COMMANDS[args.command][0]).main(args))
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a read-only folder, a full disk: what a command did not word itself is one line too
+        from .errors import EXIT_INPUT
+        from .files import written_for
+
+        where = written_for(exc) or "a file"
+        print(
+            f"error: {where}: {exc.strerror or type(exc).__name__}; the command stopped there (a file it writes is "
+            "written whole or not at all)",
+            file=sys.stderr,
+        )
+        return EXIT_INPUT
 
 
 def run() -> int:

@@ -1,4 +1,4 @@
-"""The report document's blocks that say why a version moved (docs/statistics.md §7, docs/report.md): the Brier
+"""The report document's blocks that say why a version moved (docs/statistics.md §8, docs/report.md): the Brier
 score's parts against p*, the bin-free reliability curve, repeat noise apart from bias, the held-out recalibrated
 OVL and, in an upgrade, the comparison's diagnosis. Typed here beside document.py (which assembles and reads the
 whole report), so that its readers are held to these keys by the type checker like every other block's."""
@@ -9,7 +9,7 @@ from typing import TypedDict
 
 
 class Decomposition(TypedDict, total=False):
-    """The Brier score against p* split into its parts (docs/statistics.md §7.1): S = MCB − DSC + UNC."""
+    """The Brier score against p* split into its parts (docs/statistics.md §8.1): S = MCB − DSC + UNC."""
 
     n: int
     latent_problems: int
@@ -35,7 +35,7 @@ class Curve(TypedDict):
 
 
 class Band(TypedDict):
-    """The consistency band of a reliability curve, pointwise at `x` (statistics.md §7.2)."""
+    """The consistency band of a reliability curve, pointwise at `x` (statistics.md §8.2)."""
 
     x: list[float]
     lower: list[float]
@@ -55,7 +55,7 @@ class Reliability(TypedDict, total=False):
 
 
 class RepeatNoise(TypedDict, total=False):
-    """Repeat noise apart from bias (statistics.md §7.3): brier = bias + noise, over renderings with ≥ 2 repeats."""
+    """Repeat noise apart from bias (statistics.md §8.3): brier = bias + noise, over renderings with ≥ 2 repeats."""
 
     n: int
     repeats: int | None
@@ -75,7 +75,7 @@ class Spread(TypedDict):
 
 
 class HeldOutMap(TypedDict, total=False):
-    """Mean OVL through a monotone map fitted on held-out latent problems (statistics.md §7.4)."""
+    """Mean OVL through a monotone map fitted on held-out latent problems (statistics.md §8.4)."""
 
     n: int
     method: str
@@ -102,7 +102,7 @@ class PartChange(TypedDict):
 
 
 class RecalibratedChange(TypedDict, total=False):
-    """Both versions' held-out recalibrated mean OVL and their paired Δ with one-sided bounds (statistics.md §7.5)."""
+    """Both versions' held-out recalibrated mean OVL and their paired Δ with one-sided bounds (statistics.md §8.5)."""
 
     baseline: float
     new: float

@@ -1,4 +1,4 @@
-"""How often the upgrade's diagnosis (analysis/diagnosis.py, docs/statistics.md §7.5) names the wrong cause.
+"""How often the upgrade's diagnosis (analysis/diagnosis.py, docs/statistics.md §8.5) names the wrong cause.
 
     python scripts/diagnosis_simulation.py [--datasets N] [--seed S] [--out FILE]
 

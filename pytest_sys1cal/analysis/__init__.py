@@ -93,7 +93,7 @@ def _analyze(
             readout_probs, table.p_star, table.latent_ids, seed=seed, splits=recalibration_splits
         ),
         "calibration": per_primitive(probs, calibration, table.p_star),
-        # Why a version moved (docs/statistics.md §7): the Brier score's parts, the bin-free curve, repeat noise
+        # Why a version moved (docs/statistics.md §8): the Brier score's parts, the bin-free curve, repeat noise
         # apart from bias, and what a held-out monotone recalibration recovers.
         "decomposition": decomposition,
         "reliability": reliability,

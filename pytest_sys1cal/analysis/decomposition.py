@@ -1,6 +1,6 @@
 """The Brier score against the exact p*, split into miscalibration, discrimination and uncertainty (the CORP /
 Murphy decomposition, Dimitriadis, Gneiting & Jordan 2021), and the bin-free reliability curve it rests on
-(docs/statistics.md §7).
+(docs/statistics.md §8).
 
 With the outcome of each rendering drawn from its p*, the expected Brier score of answers f is
 S(f) = mean (f − p*)² + mean p*(1 − p*). With c the isotonic (PAV) fit of p* on the answers (ties pooled:
@@ -34,7 +34,7 @@ BAND_POINTS = 41  # answers at which the band is given, evenly spread between th
 BAND_SIMULATIONS = 200
 PARTS = ("score", "mcb", "dsc", "unc")
 # From this many distinct answers on, the resampled fits (the intervals, the band) pool neighbouring answers into
-# this many groups, each of about as many renderings (docs/statistics.md §7.1); the run's own values stay exact.
+# this many groups, each of about as many renderings (docs/statistics.md §8.1); the run's own values stay exact.
 RESAMPLED_POINTS = 400
 
 
@@ -141,7 +141,7 @@ def consistency_band(
     sign s_j = ±1 per latent problem (a wild bootstrap: under calibration an error has mean 0 whatever the
     answer, so flipping it leaves that null as it is, and the errors of a problem keep their correlation). The
     band is the quantiles of the isotonic fits of those targets (on the pooled answers beyond RESAMPLED_POINTS).
-    A curve outside it is miscalibration that errors of this size do not explain; docs/statistics.md §7.2 gives
+    A curve outside it is miscalibration that errors of this size do not explain; docs/statistics.md §8.2 gives
     its coverage in simulation."""
     signs = 1.0 - 2.0 * rng.integers(0, 2, size=(resamples, clusters.count))
     coarse = pooled.coarsened(RESAMPLED_POINTS)

@@ -1,5 +1,5 @@
 """Why a primitive moved in an upgrade, and whether a recalibration would give its quality back (docs/statistics.md
-§7.5): the paired changes in miscalibration and discrimination, the recalibrated Δ, and the diagnosis.
+§8.5): the paired changes in miscalibration and discrimination, the recalibrated Δ, and the diagnosis.
 
 On the paired renderings of one primitive, with the upgrade comparison's own latent-problem resamples:
 
@@ -11,7 +11,7 @@ On the paired renderings of one primitive, with the upgrade comparison's own lat
   monotone calibration: what is left is what a recalibration cannot give back); for Choice also through the
   paper's inverse map.
 
-The rule (its error rates: scripts/diagnosis_simulation.py, docs/statistics.md §7.5), for a primitive whose raw
+The rule (its error rates: scripts/diagnosis_simulation.py, docs/statistics.md §8.5), for a primitive whose raw
 verdict is FAILED or inconclusive: **miscalibration** when the recalibrated Δ's lower bound is above −δ (a
 recalibration is shown to give the old quality back, within the margin); **lost discrimination** when its upper
 bound is below −δ₀ (even recalibrated, the candidate is shown worse); otherwise **not determined**. The raw

@@ -1,5 +1,5 @@
 """Recoverable or not: each primitive's mean OVL after a monotone recalibration fitted on held-out latent problems
-(docs/statistics.md §7.4).
+(docs/statistics.md §8.4).
 
 A recalibration fitted and scored on the same problems flatters (on answers that rank nothing, the isotonic fit
 of p* still bends to follow the problems it was fitted on). So, as for the readout's threshold (§5.3), the latent

@@ -10,7 +10,7 @@ The fits are needed many times over the same answers with other weights: latent-
 (multiplicities per rendering), the halves of cross-fitted splits (weights 0 or 1). `fit_rows` runs PAV on every
 weighting in lockstep, point by point, in numpy: each point is one step over all rows, each merge of adjacent
 violators one step over the rows that merge, so B weightings cost about as many numpy steps as one.
-docs/statistics.md §7.1.
+docs/statistics.md §8.1.
 """
 
 from __future__ import annotations

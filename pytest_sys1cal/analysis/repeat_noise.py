@@ -1,4 +1,4 @@
-"""Repeat noise apart from bias (docs/statistics.md §7.3).
+"""Repeat noise apart from bias (docs/statistics.md §8.3).
 
 A rendering's answer is the mean p̄ of its r repeats. If each repeat is p* + b + noise of variance σ², then
 E(p̄ − p*)² = b² + σ²/r: the calibration error of the repeat mean mixes a bias, which recalibration or

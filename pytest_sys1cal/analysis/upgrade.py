@@ -1,7 +1,7 @@
 """The upgrade comparison: a run against a baseline report, mean OVL per primitive paired by rendering,
 a latent-problem bootstrap, a three-way verdict per primitive and Holm across them (docs/statistics.md §6),
 the same Δ per family and per representation with the cells that regressed marked (§6.5, analysis/cells.py),
-whether the comparison can decide at its margin at all (§6.6), and, asked for, why each primitive moved (§7.5,
+whether the comparison can decide at its margin at all (§6.6), and, asked for, why each primitive moved (§8.5,
 analysis/diagnosis.py). Knows nothing of pytest or of thresholds.yaml."""
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ error. The rule, the λ gate and the shapes printed: docs/setup.md.
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -72,6 +74,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "every other line as it was, and print the change as a diff",
     )
     parser.add_argument(
+        "--from-other-model",
+        action="store_true",
+        help="with --update: write the gates of the model named by --model from a report of another model",
+    )
+    parser.add_argument(
+        "--from-other-version",
+        action="store_true",
+        help="with --update --version V: write V's block from a report of another version",
+    )
+    parser.add_argument(
         "--min-slack",
         type=float,
         default=MIN_SLACK,
@@ -97,6 +109,8 @@ def main(args: argparse.Namespace) -> int:
         _check_full_run(report, str(args.report))
         model = args.model or _report_model(report, "name", str(args.report))
         version = _report_model(report, "version", str(args.report)) if args.version is FROM_REPORT else args.version
+        if args.update:
+            _check_same_model(args, report, model, version)
         try:
             result = threshold_rule(report["items"], resamples=args.resamples, seed=args.seed, min_slack=args.min_slack)
         except ValueError as exc:
@@ -163,6 +177,24 @@ def _header(report: ReportDocument, where: str, shape: Shape, result: RuleResult
 # ----------------------------------------------------------------------------------------------- --update
 
 
+def _check_same_model(args: argparse.Namespace, report: ReportDocument, model: str, version: str | None) -> None:
+    """Another model's or version's statistics become this section's gates only when a flag says so: a slip of
+    --model or --version would otherwise hold one model to another's measurements without a word."""
+    measured = report.get("model") or {}
+    name, measured_version = measured.get("name"), measured.get("version")
+    if model != name and not args.from_other_model:
+        raise SectionError(
+            f"{args.report} measured model {name} {measured_version}, and --update would write its statistics as the "
+            f"gates of {model}'s section; if that is meant, add --from-other-model (else drop --model)"
+        )
+    if version is not None and version != measured_version and not args.from_other_version:
+        raise SectionError(
+            f"{args.report} measured {name} {measured_version}, and --update would write its statistics as the "
+            f"gates of {model} {version}'s block; if that is meant, add --from-other-version (else give --version "
+            "alone, for the report's version)"
+        )
+
+
 def _update(path: Path, report: ReportDocument, where: str, result: RuleResult, model: str, version: str | None) -> int:
     """Rewrite the model's gates (or one version's block) in `path` in place, checked by the plugin's own
     reader first; print the change as a diff (stdout) and one line saying what was done (stderr)."""
@@ -191,7 +223,7 @@ def _update(path: Path, report: ReportDocument, where: str, result: RuleResult, 
     if after == before:
         print(f"{path}: the gates of {what} are already these; nothing to change", file=sys.stderr)
         return 0
-    write_atomic(path, after)
+    _write_in_place(path, target, after)
     sys.stdout.write(unified(before, after, str(path)))
     gates = sum(lim.limit is not None for lim in result.limits) + (result.uncertainty.flag is not None)
     print(
@@ -200,6 +232,35 @@ def _update(path: Path, report: ReportDocument, where: str, result: RuleResult, 
         file=sys.stderr,
     )
     return 0
+
+
+def _write_in_place(path: Path, target: _Target, after: str) -> None:
+    """Write `after` as an editor would: into a symlink's target (the link stays a link), with the file's own
+    mode, and only if the file is still what was read (checked once the new text is on disk, before the rename).
+    Every failure (read-only, a full disk, a change since read) is one UpdateError; the file is then as it was."""
+    real = path.resolve() if path.is_symlink() else path
+    mode = stat.S_IMODE(real.stat().st_mode) if target.raw is not None else None
+    if target.raw is not None and not os.access(real, os.W_OK):
+        raise UpdateError(f"{real}: the file is read-only; nothing was written (make it writable, or --paste)")
+
+    def unchanged() -> None:
+        try:
+            now = real.read_bytes()
+        except FileNotFoundError:
+            now = None
+        if now != target.raw:
+            raise UpdateError(
+                f"{real}: changed since this command read it (an editor, another run?); nothing was written: run "
+                "this again on the file as it is now"
+            )
+
+    try:
+        write_atomic(real, after, mode=mode, before_replace=unchanged)
+    except OSError as exc:
+        raise UpdateError(
+            f"{real}: cannot write it ({exc.strerror or type(exc).__name__}); nothing was written, the file is as it "
+            "was (make it or its folder writable, or free space; or print the block with --paste)"
+        ) from None
 
 
 def _verify_update(
@@ -242,6 +303,7 @@ class _Target:
 
     path: Path
     text: str | None  # None: no such file
+    raw: bytes | None = None  # the file's bytes as read: an update writes only over these (commands' --update)
     line: int = 0  # the model's key, 0 when it has no section
     after: tuple[str, int] | None = None  # the model section that follows it, with its line
     indent: int = 2  # the column of the keys inside the model's section
@@ -252,7 +314,8 @@ class _Target:
     @classmethod
     def read(cls, path: Path, model: str) -> _Target:
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
+            text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text reads it
         except FileNotFoundError:
             return cls(path, None)
         except (OSError, UnicodeDecodeError) as exc:
@@ -263,7 +326,7 @@ class _Target:
         except yaml.YAMLError:
             empty = False  # the reader below names the line
         if empty:
-            return cls(path, text)  # empty or only comments (e.g. just created by `>>`): nothing to clash with
+            return cls(path, text, raw)  # empty or only comments (e.g. just created by `>>`): nothing to clash with
         try:
             base = parse_thresholds(text, str(path), model, None)
         except ThresholdsError as exc:
@@ -272,13 +335,14 @@ class _Target:
         keys = [(key.value, key.start_mark.line + 1, value) for key, value in root.value]
         mine = next((i for i, (name, _line, _value) in enumerate(keys) if name == model), None)
         if mine is None:
-            return cls(path, text)
+            return cls(path, text, raw)
         _name, line, node = keys[mine]
         children = node.value if isinstance(node, yaml.MappingNode) else []
         inherited = {gate.name for gate in base.gates}
         return cls(
             path,
             text,
+            raw,
             line=line,
             after=(keys[mine + 1][0], keys[mine + 1][1]) if mine + 1 < len(keys) else None,
             indent=children[0][0].start_mark.column if children else 2,

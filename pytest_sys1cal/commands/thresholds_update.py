@@ -6,8 +6,9 @@ The file is edited as text, so that what a person wrote stays: the lines a model
 the YAML reader's own positions and the indentation of block style. A version's block is its key and the
 lines indented under it; the model's gates are its section keys (noul … regression) with the lines under
 them, while its version blocks and the comments between entries stay. A comment block right above the
-replaced key that this command wrote (it names `python -m pytest_sys1cal thresholds`) is replaced with it; any
-other comment stays where it is. A section written in flow style (`jev: {noul: …}`) is not rewritten: that is a
+replaced key that this command wrote (it names `python -m pytest_sys1cal thresholds`) is replaced with it; the
+hand comments in and right above the replaced sections go with their keys (thresholds_comments.py); any other
+comment stays where it is. A section written in flow style (`jev: {noul: …}`) is not rewritten: that is a
 usage error saying so. The caller renders the new block and checks the result with the plugin's own reader
 before anything is written (commands/thresholds.py).
 """
@@ -22,6 +23,8 @@ import yaml
 from ..errors import InputError
 from ..gates.schema import SECTIONS
 from ..vocabulary import PRIMITIVES
+from .thresholds_comments import above_lines, gather
+from .thresholds_comments import place as carry
 
 GENERATED_MARK = "python -m pytest_sys1cal thresholds"  # in the header comment of every block this command writes
 # What a report decides: the gates. The settings (decisions, regression) are the team's and stay as they are.
@@ -149,8 +152,15 @@ def replace_version(place: Layout, version: str, block: str) -> str:
     entry = place.entry(version)
     if entry is not None:
         start = header_start(lines, entry.start)
-        kept = [line for e in entry.children if not e.replaced for line in lines[e.start : e.end]]
-        return "".join(lines[:start] + _trim(body) + kept + lines[entry.end :])
+        notes = gather(lines, [(e.key, e.start, e.end) for e in entry.children if e.replaced])
+        kept = [
+            line
+            for e in entry.children
+            if not e.replaced
+            for line in [*(lines[i] for i in above_lines(lines, e.start)), *lines[e.start : e.end]]
+        ]
+        inner = _column(lines[entry.children[0].start]) if entry.children else 2 * place.child_indent
+        return "".join(lines[:start] + carry(_trim(body), notes, inner) + kept + lines[entry.end :])
     head = _model_key(lines, place)
     return "".join(
         lines[: place.model_line] + head + lines[place.model_line + 1 : place.end] + body + lines[place.end :]
@@ -168,8 +178,10 @@ def replace_model(place: Layout, section: str) -> str:
     for entry in place.entries:
         if entry.replaced:
             kept -= set(range(entry.start, entry.end))
+    notes = gather(lines, [(e.key, e.start, e.end) for e in place.entries if e.replaced])
+    kept -= notes.consumed  # a hand comment right above a replaced key goes with it
     rest = _single_blanks([lines[i] for i in sorted(kept)])
-    new = _trim(_lines(section))
+    new = carry(_trim(_lines(section)), notes, place.child_indent)
     if rest and rest[0].strip():
         rest = ["\n", *rest]  # a blank line between the new gates and what the section keeps
     return "".join(lines[:start] + new + rest + lines[place.end :])
@@ -198,6 +210,10 @@ def _model_key(lines: list[str], place: Layout) -> list[str]:
         return [line]
     key = line.split(":", 1)[0]
     return [f"{key}:\n"]
+
+
+def _column(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
 
 
 def _lines(text: str) -> list[str]:

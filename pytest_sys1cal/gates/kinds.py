@@ -198,7 +198,7 @@ KINDS: dict[str, GateKind] = {
         Bound(
             "max_brier", "max", (("calibration", "{p}", "brier"),), "Brier (mean (p − p*)²)", "calibration.{p}.brier"
         ),
-        # Optional: the Brier decomposition's parts against p* (docs/statistics.md §7.1), which the shipped file
+        # Optional: the Brier decomposition's parts against p* (docs/statistics.md §8.1), which the shipped file
         # does not set; `python -m pytest_sys1cal thresholds` writes them by the same rule as the others.
         Bound(
             "max_mcb",

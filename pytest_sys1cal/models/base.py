@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .. import __version__
+from .. import __version__, strict_json
 from ..dataset import Rendering
 from ..errors import InputError, MeasurementError
 
@@ -75,7 +75,7 @@ class WireResponse:
         """The body parsed (once: the adapter's parse and reported_model both read it)."""
         cached = self.__dict__.get("_json", _UNPARSED)
         if cached is _UNPARSED:
-            cached = json.loads(self.content)
+            cached = strict_json.loads(self.content)  # a key twice is refused, never read as its last (DuplicateKey)
             object.__setattr__(self, "_json", cached)
         return cached
 
@@ -245,7 +245,7 @@ def served_models(content: bytes) -> list[str] | None:
     """The model names in a model list: OpenAI's ``{"data": [{"id": …}]}`` or Jev's ``{"models": [{"name": …}]}``
     (Ollama's too); None when the body is neither."""
     try:
-        body = json.loads(content)
+        body = strict_json.loads(content)
     except ValueError:
         return None
     entries = next(

@@ -15,8 +15,9 @@ from typing import Any
 from ..dataset import Rendering
 from ..errors import InputError, MeasurementError
 from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
+from ..strict_json import DuplicateKey
 from ..vocabulary import SCORE_LEVELS
-from .base import AnswerError, ModelAdapter, WireRequest, WireResponse, check_probability, quote
+from .base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse, check_probability, quote
 
 LETTERS = "ABCDEFGHIJKLMNOP"
 PROMPT_VERSION = "sys1cal-semif-direct-options-v1"
@@ -40,6 +41,7 @@ SHOWN_ALTERNATIVES = 8
 EXTRA_ALTERNATIVES = 1
 # The settings an environment variable sets (which then win over a manifest's recorded ones).
 _SETTING_ENV = {"mode": "SYS1CAL_SEMIF_MODE", "top_k": "SYS1CAL_SEMIF_TOP_K", "prefill": "SYS1CAL_SEMIF_PREFILL"}
+_ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
 
 
 class TooManyOptions(MeasurementError):
@@ -204,6 +206,18 @@ class SemIfAdapter(ModelAdapter):
         return {"mode": self.mode, "top_k": self.top_k, "prefill": self.prefill, "prompt": PROMPT_VERSION}
 
     def use_recorded_settings(self, settings: Mapping[str, Any]) -> None:
+        """The folder's settings where the environment sets none; one the environment sets differently stops
+        the run: a replay would ask what was never recorded, a recording would mix two kinds of interaction
+        (chat and completion) in one folder."""
+        for key in sorted(self._from_environment):
+            recorded = settings.get(key)
+            if recorded is not None and recorded != getattr(self, key):
+                raise InputError(
+                    f"{_SETTING_ENV[key]}={getattr(self, key)!r}, but this folder was recorded with {key} "
+                    f"{recorded!r} (its manifest's settings): unset {_SETTING_ENV[key]} to use the folder's, or "
+                    "record into another folder (--sys1cal-model-version), or re-record this one whole "
+                    "(--sys1cal-record-mode=all)"
+                )
         mode, top_k, prefill = settings.get("mode"), settings.get("top_k"), settings.get("prefill")
         if "mode" not in self._from_environment and mode in MODES:
             self.mode = mode
@@ -211,6 +225,22 @@ class SemIfAdapter(ModelAdapter):
             self.top_k = top_k
         if "prefill" not in self._from_environment and isinstance(prefill, str):
             self.prefill = prefill
+
+    def error(self, response: WireResponse) -> ServerError:
+        """The server's error; a route it does not have (404, 405) is the prompt mode's, the same for every request:
+        the run stops at once, naming the setting that asks the other route."""
+        error = super().error(response)
+        if response.status not in (404, 405):
+            return error
+        other = "chat" if self.mode == "completion" else "completion"
+        return ServerError(
+            response.status,
+            f"{error.message} ({self.base_url}{_ROUTES[self.mode]}, asked because SYS1CAL_SEMIF_MODE is {self.mode}): "
+            f"if this server serves {_ROUTES[other]}, set SYS1CAL_SEMIF_MODE={other}; else check --sys1cal-base-url "
+            "(the origin, without /v1)",
+            retryable=False,
+            fatal=True,
+        )
 
     def body(self, state: Any, question: Mapping[str, Any]) -> dict[str, Any]:
         """The request body that asks one question."""
@@ -228,7 +258,7 @@ class SemIfAdapter(ModelAdapter):
 
     def requests(self, rendering: Rendering, question_ids: Sequence[str]) -> list[WireRequest]:
         headers = self.json_headers()
-        route = "/v1/completions" if self.mode == "completion" else "/v1/chat/completions"
+        route = _ROUTES[self.mode]
         questions = build_questions(rendering, tuple(question_ids))
         return [
             WireRequest("POST", f"{self.base_url}{route}", self.body(rendering.state, questions[qid]), headers)
@@ -243,6 +273,9 @@ class SemIfAdapter(ModelAdapter):
         for qid, response in zip(question_ids, responses, strict=True):
             try:
                 body = response.json()
+            except DuplicateKey as exc:
+                text = response.content.decode("utf-8", "replace")
+                raise AnswerError(f"the response to {qid!r} is refused: {exc}: {quote(text)}") from None
             except ValueError:
                 text = response.content.decode("utf-8", "replace")
                 raise AnswerError(f"the response to {qid!r} is not JSON: {quote(text)}") from None

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..dataset import Rendering
 from ..questions import CHOICE_OPTIONS, NOUL, SCORE, QuestionTexts, build_questions, questions_from
+from ..strict_json import DuplicateKey
 from ..vocabulary import SCORE_LEVELS
 from .base import (
     AnswerError,
@@ -74,6 +75,10 @@ class SystemOneAdapter(ModelAdapter):
         (response,) = responses
         try:
             body = response.json()
+        except DuplicateKey as exc:
+            raise AnswerError(
+                f"the response is refused: {exc}: {quote(response.content.decode('utf-8', 'replace'))}"
+            ) from None
         except ValueError:
             raise AnswerError(
                 f"the response is not JSON: {quote(response.content.decode('utf-8', 'replace'))}"

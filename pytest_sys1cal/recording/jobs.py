@@ -55,7 +55,8 @@ class Job:
         try:
             recorded = self.save()
         except OSError as exc:
-            raise MeasurementError(f"cannot save {self.cassette.path}: {exc}", fatal=True) from None
+            why = f"[Errno {exc.errno}] {exc.strerror}" if exc.strerror else str(exc)  # the path once, not twice
+            raise MeasurementError(f"cannot save {self.cassette.path}: {why}", fatal=True) from None
         samples = [sample for sample in self.samples if sample is not None]
         return ResultRow.measured(self.rendering, samples, server_model=server_model, recorded=recorded)
 

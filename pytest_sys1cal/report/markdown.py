@@ -109,4 +109,5 @@ def html_link(html: Path, environ: Mapping[str, str]) -> str:
     if all(environ.get(key) for key in keys):
         server, repository, run_id = (environ[key] for key in keys)
         where = f"[this run's artifacts]({server}/{repository}/actions/runs/{run_id}#artifacts)"
-    return f"📊 Figures and every table: the HTML report `{html.name}`, in {where} (open it from disk, it needs no network)."
+    name = code_span(html.name)  # any file name, backticks included, stays inert text (escape.py)
+    return f"📊 Figures and every table: the HTML report {name}, in {where} (open it from disk, it needs no network)."

@@ -2,7 +2,7 @@
 pull-request comment, HTML): the Brier decomposition table of the analysis, the upgrade's diagnosis lines and its
 table of ΔMCB, ΔDSC and the recalibrated Δ. Read from the report's ``decomposition``, ``reliability``,
 ``repeat_noise`` and ``recalibrated`` blocks and ``comparison.primitives.<p>.why`` alone (docs/report.md;
-what each number means: docs/statistics.md §7)."""
+what each number means: docs/statistics.md §8)."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ def why_table(result: ReportDocument) -> Table | None:
             "Recalibrated Δ: both versions through isotonic maps fitted on held-out latent problems, mean OVL new − "
             f"baseline, with one-sided {_level(level)} bootstrap bounds. miscalibration: its lower bound is above −δ "
             "(a recalibration gives the old quality back); lost discrimination: its upper bound is below −δ₀; "
-            "otherwise not determined. The raw verdict still decides (docs/statistics.md §7.5).",
+            "otherwise not determined. The raw verdict still decides (docs/statistics.md §8.5).",
         ],
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..dataset import BUNDLED, Dataset, Rendering
@@ -18,11 +19,21 @@ from .options import Settings, argument
 
 
 class Advice:
-    def __init__(self, settings: Settings, adapter: ModelAdapter, dataset: Dataset, folder: CassetteFolder):
+    def __init__(
+        self,
+        settings: Settings,
+        adapter: ModelAdapter,
+        dataset: Dataset,
+        folder: CassetteFolder,
+        selection: Sequence[str] = (),
+    ):
         self.settings = settings
         self.adapter = adapter
         self.dataset = dataset
         self.folder = folder
+        # The run's -k and -m and the node ids it named: a command acting on this run's renderings keeps them
+        # (recording into another folder without them asked all 365 where 6 were selected).
+        self.selection = tuple(selection)
 
     @property
     def base_url(self) -> str:
@@ -47,7 +58,8 @@ class Advice:
     def command(self, mode: str, rendering: Rendering | None = None, cassettes: Path | None = None) -> str:
         """`pytest --sys1cal …` for this run's model and cassettes in record mode `mode` (optionally one
         rendering, by its node id; optionally another cassette root). Repeats are kept when this run was given
-        them, and re-recording this folder (mode ``all``) asks as many as it holds; the cost cap is kept."""
+        them, and re-recording this folder (mode ``all``) asks as many as it holds; the cost cap is kept, and so
+        is the run's selection (-k, -m, node ids) except where one rendering or the whole folder is meant."""
         parts = self.run_parts(cassettes)
         if self.settings.base_url is not None or mode != "none":
             parts.append(argument("base_url", self.base_url))
@@ -61,6 +73,8 @@ class Advice:
         parts.append(argument("record_mode", mode))
         if rendering is not None:
             parts.append(node_id(self.settings.model, rendering))
+        elif mode != "all":  # `all` re-records a folder whole: a selection would leave the rest as it was
+            parts += self.selection
         return shlex.join(parts)
 
     def list_ids(self) -> str:
@@ -126,3 +140,13 @@ class Advice:
             f"empty. Cassette folders under {folder.root}: {listed}. Check --sys1cal-cassettes, --sys1cal-model and "
             f"--sys1cal-model-version, or {self.key}record this model first: {self.command('once')}"
         )
+
+
+def selection_of(keyword: str | None, markexpr: str | None, args: Sequence[str]) -> tuple[str, ...]:
+    """The options and node ids that select this run's renderings, as a command line carries them."""
+    parts: list[str] = []
+    if keyword:
+        parts += ["-k", keyword]
+    if markexpr:
+        parts += ["-m", markexpr]
+    return (*parts, *(arg for arg in args if arg.startswith("sys1cal::")))

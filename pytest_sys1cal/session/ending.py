@@ -11,11 +11,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..escape import one_line
+from ..files import written_for
 from ..measure import Measurer, index_lines
 from ..report.terminal import RED, Line, summary_lines
 from ..run_report import Report, RunFacts, build_report, partial_run
 from ..store import replay_index
 from ..store.folder import IndexBuilder
+from ..store.manifest import MANIFEST
 from .gate_advice import after_failed_gates, from_this_report, write_gates
 from .node_ids import node_id
 from .signals import SIGTERM, Terminated, signal_name
@@ -31,7 +33,7 @@ def finish(run: Sys1CalRun) -> None:
     try:
         if run.signals.skip_analysis:  # a second SIGTERM before the analysis began: end at once
             raise Terminated(SIGTERM)
-        close_recording(run)
+        lines += _closed_recording(run)
         if run.settings.dry_run:  # --sys1cal-dry-run: the checks said what they found; nothing ran
             lines.append(("dry run: no rendering was measured or recorded, and no report written", {}))
         elif not run.rows:
@@ -66,6 +68,27 @@ def close_recording(run: Sys1CalRun, *, index: bool = True) -> None:
         build = _index(run) if index and run.interruption.reason is None and not run.settings.dry_run else None
         run.folder.finish_recording(run.rows, run.repeats, run.dataset, build)
         run.recording_closed = True
+
+
+def _closed_recording(run: Sys1CalRun) -> list[Line]:
+    """close_recording, with a write that failed (a full disk, a read-only folder) said in one line: it is the
+    folder's file that was not written, not the analysis, which goes on to write the reports where there is
+    room."""
+    try:
+        close_recording(run)
+    except OSError as exc:
+        run.recording_closed = True
+        run.outputs.failed = True  # the run's exit status says a file it should have written is missing
+        where = written_for(exc, run.folder.path / MANIFEST)
+        return [
+            (
+                f"sys1cal: {where} NOT written: {exc.strerror or exc}; the cassettes saved before are on disk, but "
+                f"what {MANIFEST} lists may not include them: make room there and record the folder again "
+                "(--sys1cal-record-mode=all)",
+                RED,
+            )
+        ]
+    return []
 
 
 def _index(run: Sys1CalRun) -> IndexBuilder:

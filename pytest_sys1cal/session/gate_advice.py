@@ -115,7 +115,7 @@ def after_failed_gates(
 
 def recalibration_fix(advice: Advice, report: Mapping[str, Any]) -> list[str]:
     """When the upgrade's diagnosis says a primitive that failed lost only its calibration (docs/statistics.md
-    §7.5): the map that gives it back, written from this run's report, and the run that gates what ships with it."""
+    §8.5): the map that gives it back, written from this run's report, and the run that gates what ships with it."""
     rows = ((report.get("comparison") or {}).get("primitives") or {}).values()
     recoverable = [
         row

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..report.terminal import RED, Line
+from .signals import HANDLERS
 
 if TYPE_CHECKING:
     from ..document import ReportDocument
@@ -41,7 +42,8 @@ def showable(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
     """Drop from the interrupt's traceback, and from those of the exceptions it was raised during, the entries
     without a line number, which pytest cannot show (its terminal then fails with a TypeError and exit status
     1): CPython 3.11 gives them when a Ctrl-C lands on an instruction that has no line of its own. The entries
-    of their callers remain."""
+    of their callers remain; so does the line the signal landed on, not the handler that counted it
+    (signals.py)."""
 
     def has_line(entry: Any) -> bool:
         try:
@@ -49,7 +51,10 @@ def showable(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         except TypeError:
             return False
 
-    kept = excinfo.traceback.filter(has_line)
+    def shown(entry: Any) -> bool:
+        return has_line(entry) and entry.frame.code.raw not in HANDLERS
+
+    kept = excinfo.traceback.filter(shown)
     if len(kept) != len(excinfo.traceback) and len(kept):
         excinfo.traceback = kept
     seen: set[int] = set()

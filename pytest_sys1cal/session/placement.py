@@ -39,7 +39,9 @@ def placement(config: pytest.Config, flags: set[str], thresholds_file: str) -> P
     moved the rootdir or the ini file, the plugin reads its defaults (cassettes, thresholds.yaml) and its
     ``sys1cal_*`` ini keys from where pytest would have looked without that value, so the space and ``=`` forms
     gate alike, and says so in a warning. Where that ini file holds ``addopts`` (which pytest then never applied:
-    a gate file, a marker, a plugin) or the place cannot be worked out, the run stops instead."""
+    a gate file, a marker, a plugin), where pytest took an ini file from the value's folder (whose addopts and
+    settings it applied: no ini but the project's decides a run) or the place cannot be worked out, the run
+    stops instead."""
     args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args]
     spaced = [(arg, args[i + 1]) for i, arg in enumerate(args[:-1]) if arg in flags]
     invocation = config.invocation_params.dir
@@ -58,6 +60,14 @@ def placement(config: pytest.Config, flags: set[str], thresholds_file: str) -> P
         )
     if (chosen.rootpath, chosen.inipath) == (ours.rootpath, ours.inipath):
         return ours  # nothing moved: pytest's own reading of its ini file (overrides included) stands
+    if ours.inipath is not None and ours.inipath != chosen.inipath:
+        # pytest read that foreign file's addopts and settings (a -k, a gate file, a plugin) before any plugin
+        # could see them: only the project's ini file may decide a run, so it stops.
+        raise pytest.UsageError(
+            f"{given}: pytest also read the value as a test path and took its ini file {ours.inipath} from there "
+            f"(its addopts and settings already applied) instead of {chosen.inipath or 'none'}, so that file would "
+            f"decide this run; write it with '=': {written}"
+        )
     skipped = chosen.addopts()
     if skipped:  # options pytest never applied (a gate file, a marker, -p …): the run cannot be what was meant
         raise pytest.UsageError(

@@ -17,7 +17,7 @@ import pytest
 
 from ..bundled import shipped_thresholds_path
 from ..dataset import Dataset, load_dataset
-from ..errors import usage_errors
+from ..errors import InputError, usage_errors
 from ..escape import one_line
 from ..gates.schema import Thresholds
 from ..measure import Measurer
@@ -31,7 +31,7 @@ from ..results import ResultRow
 from ..run_report import Baseline, Report
 from ..store.folder import CassetteFolder, reference_root
 from ..versions.upgrade_baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
-from .advice import Advice
+from .advice import Advice, selection_of
 from .interruption import Interruption
 from .options import Settings, pytest_outputs
 from .outputs import Outputs
@@ -118,10 +118,15 @@ class Sys1CalRun:
             thresholds_in_force(settings, adapter, registered, self.reference) if self.controller else None
         )
         self.folder = folder_of(settings, adapter, self.redactor, self.reference)
-        self.advice = Advice(settings, adapter, self.dataset, self.folder)
+        option = self.config.option
+        selection = selection_of(getattr(option, "keyword", ""), getattr(option, "markexpr", ""), self.config.args)
+        self.advice = Advice(settings, adapter, self.dataset, self.folder, selection)
         if self.controller:
             self.folder.check(self.dataset, self.advice, collect_only=self.config.option.collectonly)
-        adapter.use_recorded_settings(self.folder.recorded_settings)
+        try:
+            adapter.use_recorded_settings(self.folder.recorded_settings)
+        except InputError as exc:  # a setting the environment sets otherwise than the folder was recorded with
+            raise InputError(f"{self.folder.path}: {exc}") from None
 
     def _baseline(self, registered: Any, repeats: int | None) -> None:
         """The upgrade gate's baseline (on the controller) and the repeats: a worker's from the controller, else

@@ -7,7 +7,10 @@ finished, and the JSON and HTML reports, the job summary and the JUnit XML (``sy
 run was interrupted ("SIGTERM"), never replacing a complete report. A signal is raised only where the plugin
 can take it cleanly: while the items run, or during the end-of-run analysis (a second signal there stops it,
 as a second Ctrl-C does: no gate evaluated). A second signal before the analysis began makes it skip the
-analysis at once; one after it, while pytest writes its last lines, lets those finish.
+analysis at once; one after it, while pytest writes its last lines, lets those finish. A Ctrl-C counts as a
+signal too (the handler counts it and raises KeyboardInterrupt as Python's own does), so a SIGTERM that CI
+sends right after it is the second one: remembered, never raised inside pytest's own interrupt hook (which
+printed a ``Terminated`` traceback while it formatted the Ctrl-C).
 
 Under xdist the controller passes the signal on to its workers (their pids from execnet), and a worker that
 gets SIGTERM (from the controller, or from CI signalling the whole process group) ends at once, sending no
@@ -45,7 +48,9 @@ class SignalStop:
         self.phase = "items"
         self.worker_pids: list[int] = []
         self._previous: Any = None
+        self._previous_int: Any = None
         self._installed = False
+        self._counting_int = False
         self._at_ending = 0
 
     def install(self) -> None:
@@ -55,12 +60,19 @@ class SignalStop:
             return  # someone else's handler (a CI wrapper, another plugin) stands
         self._previous = signal.signal(signal.SIGTERM, self._handle)
         self._installed = True
+        if not self.worker and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._previous_int = signal.signal(signal.SIGINT, self._ctrl_c)
+            self._counting_int = True
 
     def uninstall(self) -> None:
         if self._installed:
             with contextlib.suppress(ValueError, TypeError):
                 signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
             self._installed = False
+        if self._counting_int:
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signal.SIGINT, self._previous_int or signal.default_int_handler)
+            self._counting_int = False
 
     def ending(self) -> None:
         """The items are done (pytest's session finish): a signal from now on is remembered, not raised, until
@@ -73,6 +85,11 @@ class SignalStop:
         """A second signal, or one after the items were done, came before the end-of-run analysis began: the
         run ends at once."""
         return self.received >= 2 or self.received > self._at_ending
+
+    def _ctrl_c(self, signum: int, frame: FrameType | None) -> None:
+        """Ctrl-C: counted, then Python's own KeyboardInterrupt."""
+        self.received += 1
+        raise KeyboardInterrupt
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.received += 1
@@ -98,3 +115,7 @@ def worker_pid(node: Any) -> int | None:
     info = getattr(getattr(node, "gateway", None), "_cache_rinfo", None)
     pid = getattr(info, "pid", None)
     return pid if isinstance(pid, int) and pid > 0 else None
+
+
+# The handlers' own code: an interrupt's traceback shows the line the signal landed on, not them (interruption.py).
+HANDLERS = frozenset({SignalStop._ctrl_c.__code__, SignalStop._handle.__code__})

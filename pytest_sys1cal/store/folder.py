@@ -16,7 +16,7 @@ from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, reference_cassettes
 from ..dataset import Dataset, Rendering, line_ending_hint
 from ..errors import InputError
 from ..files import cannot_create_in, write_atomic
-from ..names import check_name
+from ..names import case_twin, check_name
 from ..questions import ALL_QUESTIONS
 from ..redact import strip_userinfo
 from ..vocabulary import MANIFEST_SCHEMA, RECORD_MODES
@@ -116,11 +116,20 @@ def _check_writable(path: Path, advice: RefusalAdvice) -> None:
         )
 
 
-def _check_names(model: str, version: str) -> None:
+def _check_names(root: Path, model: str, version: str) -> None:
     """A model or version that is a path would put the folder elsewhere: ``x/../v`` into another version's
-    folder, ``../..`` outside the cassette root (names.py)."""
+    folder, ``../..`` outside the cassette root (names.py); one beside a folder whose name differs only in case
+    is that folder on Windows and macOS (a team's checkout there would mix the two)."""
     check_name(model, "model", "a model names its folder under the cassette root")
     check_name(version, "model version", "a version names its cassette folder (<cassette root>/<model>/<version>)")
+    for what, parent, name in (("model", root, model), ("model version", root / model, version)):
+        twin = case_twin(parent, name)
+        if twin is not None:
+            raise InputError(
+                f"{what} {name!r}: {parent} already holds {twin!r}, whose name differs only in case; on Windows "
+                f"and macOS the two are one folder, so a checkout there would mix them: use {twin!r}, or a name "
+                "that differs by more than case"
+            )
 
 
 class CassetteFolder:
@@ -139,7 +148,7 @@ class CassetteFolder:
     ):
         if record_mode not in RECORD_MODES:
             raise InputError(f"record mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
-        _check_names(model, version)  # before anything is read or written
+        _check_names(root, model, version)  # before anything is read or written
         self.root, self.model, self.version = root, model, version
         self.path = root / model / version
         self._prefix = str(self.path)

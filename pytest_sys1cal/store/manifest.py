@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from .. import strict_json
 from ..dataset import Dataset
 from ..errors import InputError
 from ..questions import ALL_QUESTIONS
@@ -35,7 +36,12 @@ def read_manifest(path: Path, model: str, version: str) -> dict[str, Any] | None
         return None
     try:
         text = path.read_text(encoding="utf-8")
-        manifest = json.loads(text)
+        manifest = strict_json.loads(text)
+    except strict_json.DuplicateKey as exc:  # the last of two would win unseen: an added line beside the original
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise InputError(
+            f"{where}: {exc.unplaced}, and a JSON reader keeps one of them without a word; {_FIX}"
+        ) from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         if is_pointer(path):
             raise LfsPointers(f"{path}: {ADVICE}, then run this again") from None

@@ -94,7 +94,10 @@ def open_version(root: Path, model: str, version: str, adapter: ModelAdapter) ->
             f"(versions recorded under {root / model}: {listed}); restore its manifest.json from version control, "
             "or re-record the folder"
         )
-    adapter.use_recorded_settings(folder.recorded_settings)
+    try:
+        adapter.use_recorded_settings(folder.recorded_settings)
+    except InputError as exc:  # a setting the environment sets otherwise than the folder was recorded with
+        raise InputError(f"{folder.path}: {exc}") from None
     return folder
 
 

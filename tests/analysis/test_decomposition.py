@@ -142,7 +142,7 @@ def inside_band(p: np.ndarray, p_star: np.ndarray, latent: np.ndarray) -> float:
 
 def test_the_consistency_band_holds_a_calibrated_curve_and_not_a_biased_one() -> None:
     """Pointwise 90% band: a calibrated model's curve inside it at about 90% of the answers (docs/statistics.md
-    §7.2: 0.90 over 30 datasets), a biased model's nearly nowhere."""
+    §8.2: 0.90 over 30 datasets), a biased model's nearly nowhere."""
     calibrated = [inside_band(*synthetic(bias=False, seed=seed)) for seed in range(8)]
     biased = [inside_band(*synthetic(bias=True, seed=seed)) for seed in range(4)]
     assert np.mean(calibrated) >= 0.82, calibrated

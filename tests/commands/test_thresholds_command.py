@@ -292,7 +292,7 @@ def test_update_adds_a_version_block_where_appending_was_refused(tmp_path: Path)
     it at the end of jev's section, every other line as it was, and shows the change as a diff."""
     shipped = (REPO / "thresholds.yaml").read_text(encoding="utf-8")
     (tmp_path / "thresholds.yaml").write_text(shipped, encoding="utf-8")
-    done = update(tmp_path, "jev", "--version", "jev-1.14.0")
+    done = update(tmp_path, "jev", "--version", "jev-1.14.0", "--from-other-version")  # a 1.13.0 report
     assert done.returncode == 0, done.stderr
     after = (tmp_path / "thresholds.yaml").read_text(encoding="utf-8")
     added = [line[1:] for line in done.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
@@ -304,7 +304,7 @@ def test_update_adds_a_version_block_where_appending_was_refused(tmp_path: Path)
     assert {g.name: g.limit for g in parse_thresholds(after, "t", "jev", "jev-1.14.0").gates} == expected_gates(report)
     # 19 of the shipped kinds and the optional MCB and DSC gates of every primitive (docs/thresholds.md)
     assert done.stderr.startswith("updated thresholds.yaml: 25 gates for jev jev-1.14.0 (the diff above;")
-    again = update(tmp_path, "jev", "--version", "jev-1.14.0")
+    again = update(tmp_path, "jev", "--version", "jev-1.14.0", "--from-other-version")
     assert again.returncode == 0 and again.stdout == ""
     assert "the gates of jev jev-1.14.0 are already these; nothing to change" in again.stderr
     assert (tmp_path / "thresholds.yaml").read_text(encoding="utf-8") == after
@@ -336,7 +336,7 @@ def test_update_rewrites_a_version_block_and_only_it(tmp_path: Path) -> None:
 def test_update_of_the_models_gates_keeps_its_settings_versions_and_comments(tmp_path: Path) -> None:
     text = jev_only_file()
     (tmp_path / "thresholds.yaml").write_text(text, encoding="utf-8")
-    done = update(tmp_path, "typed-gguf", "--model", "jev")
+    done = update(tmp_path, "typed-gguf", "--model", "jev", "--from-other-model")
     assert done.returncode == 0, done.stderr
     after = (tmp_path / "thresholds.yaml").read_text(encoding="utf-8")
     new = parse_thresholds(after, "t", "jev", None)

@@ -101,7 +101,7 @@ def test_a_worse_version_fails_the_upgrade_and_every_output_says_so_first(
     lines = section(result)
     assert lines[0] == f"{FAILED_LINE} [baseline: version folder cassettes/jev/{OLD}]"
     # Under the verdict, why each primitive that failed moved (the degraded copy mixes answers with uniform: a
-    # monotone change, docs/statistics.md §7.5), then the absolute gates' own line.
+    # monotone change, docs/statistics.md §8.5), then the absolute gates' own line.
     assert [line.split(" — ")[0] for line in lines[1:3]] == [
         "  why: Noul: miscalibration",
         "  why: Score: miscalibration",
