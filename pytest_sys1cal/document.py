@@ -10,17 +10,21 @@ value is missing). No timestamps or timings: the same cassettes and seed give a 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from . import __version__
-from .document_why import CellTests, Decomposition, HeldOutMap, MapUsed, Reliability, RepeatNoise, Why
+from .document_decisions import Decisions, OptionSwap, Readout, RecalibratedReadout
+from .document_upgrade import Comparison, UpgradeDetails
+from .document_why import Decomposition, HeldOutMap, MapUsed, Reliability, RepeatNoise
 from .errors import InputError
-from .vocabulary import REPORT_SCHEMA
+from .vocabulary import REPORT_SCHEMA, Verdict
 
-# Per primitive, the item column holding its answer (the repeat mean; Score: its expectation μ_S).
-ANSWER_COLUMNS = {"noul": "p_noul", "choice": "p_choice", "score": "mu_score"}
+# Per primitive, the item column holding its answer (the repeat mean; Score: its expectation μ_S). Literal keys:
+# a reader that takes a column from here is held to Item's keys like one that names it.
+AnswerColumn = Literal["p_noul", "p_choice", "mu_score"]
+ANSWER_COLUMNS: dict[str, AnswerColumn] = {"noul": "p_noul", "choice": "p_choice", "score": "mu_score"}
 
 
 class ModelBlock(TypedDict):
@@ -37,6 +41,12 @@ class DatasetBlock(TypedDict):
     latent_problems: int
 
 
+class Reasoned(TypedDict, total=False):
+    """What every block shares: why some of its values are None (absent when everything was computed)."""
+
+    reason: str
+
+
 class Counts(TypedDict):
     renderings: int
     measured: int
@@ -44,41 +54,70 @@ class Counts(TypedDict):
     latent_problems: int
 
 
-class PrimitiveRow(TypedDict, total=False):
-    n: int
-    mean_tv: float | None
+class OvlSummary(TypedDict):
+    """Mean and median OVL = 1 − distance to p* (null with no items)."""
+
     mean_ovl: float | None
     median_ovl: float | None
-    reason: str
 
 
-class GroupRow(TypedDict, total=False):
+class PrimitiveRow(OvlSummary):
+    """One primitive of Table 1 (``primitives``)."""
+
+    n: int
+    mean_tv: float | None
+    reason: NotRequired[str]
+
+
+class GroupCell(TypedDict):
+    """One primitive of a family or representation: Table 1 on its renderings where the primitive was asked."""
+
+    n: int
+    latent_problems: int
+    mean_tv: float | None
+    mean_ovl: float | None
+
+
+class GroupRow(TypedDict):
     """One family or representation of by_family / by_representation."""
 
     renderings: int
     latent_problems: int
-    primitives: dict[str, PrimitiveRow]
+    primitives: dict[str, GroupCell]
 
 
-class SensitivityRow(TypedDict, total=False):
+class SensitivityRow(TypedDict):
+    """One primitive of Table 6 (``representation_sensitivity``)."""
+
     latent_problems: int
     mean_pairwise_tv: float | None
     mean_max_tv: float | None
-    reason: str
+    reason: NotRequired[str]
 
 
-class LambdaTestBlock(TypedDict, total=False):
+class LambdaTestBlock(TypedDict):
+    """The valid test of λ = 0 (``uncertainty.test``)."""
+
     name: str
     statistic: float | None
     p_value: float | None
     permutation_p_value: float | None
-    df: int
+    df: int | None
     effect: float | None
     effect_ci: list[float] | None
     alternative: str
     latent_problems: int
     note: str
-    reason: str
+    reason: NotRequired[str]
+
+
+class PaperSummary(TypedDict):
+    """The paper's summary of per-latent values (``uncertainty.improvement``): mean ± 1.96·se, t, two-sided p."""
+
+    mean: float
+    ci: list[float] | None
+    t: float | None
+    p: float | None
 
 
 # Functional form: one of its keys, "lambda", is a Python keyword.
@@ -102,83 +141,80 @@ Uncertainty = TypedDict(
         "lambda_latent_t": float | None,
         "share_choice_below_mu": float | None,
         "bootstrap_resamples": int,
-        "improvement": dict[str, Any] | None,
+        "improvement": PaperSummary | None,
         "test": LambdaTestBlock,
         "notes": list[str],
-        "reason": str,
+        "reason": NotRequired[str],
     },
-    total=False,
 )
 
 
-class Reading(TypedDict, total=False):
-    """One reading of Choice in Table 3 (raw, inverse, the T/U/F interval)."""
+class Reading(OvlSummary):
+    """One reading of Choice in Table 3 (raw, inverse, the T/U/F interval: only it has a width and coverage)."""
 
-    mean_ovl: float | None
-    median_ovl: float | None
-    mean_width: float | None
-    coverage: float | None
+    mean_width: NotRequired[float | None]
+    coverage: NotRequired[float | None]
+    note: NotRequired[str]
 
 
-class ChoiceCalibration(TypedDict, total=False):
+class ChoiceCalibration(TypedDict):
+    """Table 3 (``choice_calibration``)."""
+
     n: int
     raw: Reading
     inverse: Reading
     tuf: Reading
-    reason: str
+    reason: NotRequired[str]
 
 
-class Readout(TypedDict, total=False):
-    """How a probability reads out as a True/False decision (the readout block, and the option swap's part)."""
+class CalibrationRow(TypedDict):
+    """One primitive's soft-target calibration (``calibration``)."""
 
-    n: int
-    n_true: int
-    n_false: int
-    auc: float | None
-    balanced_accuracy: float | None
-    recall_true: float | None
-    recall_false: float | None
-    offset: float | None
-    sep: float | None
-    collapsed: bool | None
-    reason: str
-
-
-class OptionSwap(Readout, total=False):
-    first_position_rate: float | None
-    mean_shift: float | None
-    statistic: float | None
-    p_value: float | None
-    test: str
-    swap_consistency: float | None
-
-
-class CalibrationRow(TypedDict, total=False):
     n: int
     ece: float | None
-    ece_bins: int
+    ece_bins: int | None
     ece_equal_mass: float | None
-    ece_equal_mass_bins: int
+    ece_equal_mass_bins: int | None
     brier: float | None
-    reason: str
+    reason: NotRequired[str]
 
 
-class Item(TypedDict, total=False):
-    """One rendering as measured (``samples``: per repeat, the raw answers; absent keys were not asked)."""
+# One repeat's raw answers as the adapter gave them: ``noul``, ``choice``, ``choice_swapped`` (P(True)) and
+# ``score`` (10 levels), each absent when not asked.
+Sample = dict[str, Any]
+
+
+class Measured(TypedDict):
+    """One rendering as the analysis takes it (results.analysis_rows): its identity, p* and samples, or the
+    ``error`` that left it unmeasured."""
 
     instance_id: str
     latent_instance_id: str
     family: str
     representation: str
     p_star: float
-    p_noul: float | None
-    p_choice: float | None
-    p_choice_swapped: float | None
-    mu_score: float | None
-    score_probabilities: list[float] | None
-    repeats: int
-    samples: list[dict[str, Any]]
-    error: str
+    samples: list[Sample]
+    error: NotRequired[str]
+    server_model: NotRequired[str | None]
+    recorded: NotRequired[bool]
+
+
+class Item(TypedDict):
+    """One rendering as measured, a row of ``items[]``. The analysis writes every key; a report read back is
+    checked for the first five (validate_report), so readers take the others as possibly absent."""
+
+    instance_id: str
+    latent_instance_id: str
+    family: str
+    representation: str
+    p_star: float
+    p_noul: NotRequired[float | None]
+    p_choice: NotRequired[float | None]
+    p_choice_swapped: NotRequired[float | None]
+    mu_score: NotRequired[float | None]
+    score_probabilities: NotRequired[list[float] | None]
+    repeats: NotRequired[int]
+    samples: NotRequired[list[Sample]]
 
 
 class GateJSON(TypedDict, total=False):
@@ -193,7 +229,7 @@ class GateJSON(TypedDict, total=False):
     explanation: str
     baseline: float | None
     new: float | None
-    details: dict[str, Any]
+    details: UpgradeDetails
     tolerated: bool
 
 
@@ -203,91 +239,9 @@ class Interrupted(TypedDict):
     measured: int
 
 
-class ComparedSide(TypedDict):
-    """One side of the upgrade comparison: the model, its version and its cassettes' source."""
+class Analysis(TypedDict):
+    """What analysis.analyze() computes from the measured renderings: the report's blocks, as it writes them."""
 
-    model: str
-    version: str
-    source: str | None
-
-
-class BaselineSide(ComparedSide):
-    """The baseline side, and where it came from: ``origin`` is "version folder" (another recorded version,
-    replayed offline in the run), "saved report" (a JSON report) or "bundled reference" (the bundled jev-1.13.0
-    cassettes); ``location`` the folder or file as the user would type it (relative to where pytest ran when
-    inside it)."""
-
-    origin: str
-    location: str
-
-
-class PrimitiveComparison(TypedDict, total=False):
-    """The upgrade gate's row of one primitive, the numbers a reviewer reads: Δ̂ with its one-sided bounds (at
-    their Holm levels) and the margins it was held to (``reason`` when it was not compared)."""
-
-    verdict: str
-    n: int
-    baseline: float | None
-    new: float | None
-    difference: float | None
-    lower: float
-    lower_level: float
-    upper: float
-    upper_level: float
-    margin: float
-    fail_margin: float
-    tolerated: bool
-    why: Why
-    reason: str
-
-
-class AbsoluteGates(TypedDict):
-    """The thresholds.yaml gates beside the upgrade verdict: how many, their verdicts, the run's line for them."""
-
-    total: int
-    verdicts: dict[str, int]
-    outcome: str
-    line: str
-
-
-class MovedRendering(TypedDict):
-    """One paired rendering: both answers per primitive, D_i = OVL new − OVL baseline, the node id that re-runs it."""
-
-    instance_id: str
-    family: str | None
-    representation: str | None
-    p_star: float
-    node_id: str | None
-    baseline: dict[str, float | None]
-    new: dict[str, float | None]
-    d: dict[str, float | None]
-    worst: float | None
-    worst_primitive: str | None
-
-
-class Comparison(TypedDict):
-    """The top-level ``comparison`` block: present only when a baseline was in force (gates/upgrade_verdict.py)."""
-
-    headline: str
-    summary: str
-    verdict: str
-    baseline: BaselineSide
-    candidate: ComparedSide
-    paired: int
-    primitives: dict[str, PrimitiveComparison]
-    absolute_gates: AbsoluteGates
-    renderings: list[MovedRendering]
-    cells: NotRequired[CellTests]  # absent from reports written before the cells were tested
-
-
-class ReportDocument(TypedDict):
-    schema: str
-    generator: str
-    model: ModelBlock
-    dataset: DatasetBlock
-    repeats: int
-    repeats_per_answer: int
-    seed: int
     counts: Counts
     primitives: dict[str, PrimitiveRow]
     by_family: dict[str, GroupRow]
@@ -295,22 +249,33 @@ class ReportDocument(TypedDict):
     representation_sensitivity: dict[str, SensitivityRow]
     uncertainty: Uncertainty
     choice_calibration: ChoiceCalibration
-    decisions: dict[str, Any]
+    decisions: Decisions
     option_swap: OptionSwap | None
     readout: dict[str, Readout]
-    readout_recalibrated: dict[str, dict[str, Any]]
+    readout_recalibrated: dict[str, RecalibratedReadout]
     calibration: dict[str, CalibrationRow]
-    # Absent from reports written before they existed (a saved baseline may be one): readers use .get().
+    # Why it reads so (docs/statistics.md §8). Absent from reports written before they existed (a saved baseline may
+    # be one): readers use .get().
     decomposition: NotRequired[dict[str, Decomposition]]
     reliability: NotRequired[dict[str, Reliability]]
     repeat_noise: NotRequired[dict[str, RepeatNoise]]
     recalibrated: NotRequired[dict[str, HeldOutMap]]
-    recalibration: NotRequired[MapUsed]  # only in a run replayed through a map (--sys1cal-recalibration)
+    items: list[Item]
+
+
+class ReportDocument(Analysis):
+    schema: str
+    generator: str
+    model: ModelBlock
+    dataset: DatasetBlock
+    repeats: int
+    repeats_per_answer: int
+    seed: int
     gates: list[GateJSON]
     notices: list[str]
-    items: list[Item]
     interrupted: NotRequired[Interrupted]
     comparison: NotRequired[Comparison]
+    recalibration: NotRequired[MapUsed]  # only in a run replayed through a map (--sys1cal-recalibration)
 
 
 def report_document(
@@ -319,7 +284,7 @@ def report_document(
     dataset: DatasetBlock,
     repeats: int,
     seed: int,
-    analysis: Mapping[str, Any],
+    analysis: Analysis,
     gates: Sequence[GateJSON] = (),
     repeats_per_answer: int = 1,
     notices: Sequence[str] = (),
@@ -327,29 +292,30 @@ def report_document(
     """The document from its parts (run_report.py builds the run's; `analysis` is analysis.analyze()'s
     blocks). repeats: samples per rendering; repeats_per_answer: model repeats averaged into each sample (10
     for cassettes reconstructed from published means)."""
-    return cast(
-        ReportDocument,
-        {
-            "schema": REPORT_SCHEMA,
-            "generator": f"pytest-sys1cal {__version__}",
-            "model": dict(model),
-            "dataset": dict(dataset),
-            "repeats": repeats,
-            "repeats_per_answer": repeats_per_answer,
-            "seed": seed,
-            **analysis,
-            "gates": list(gates),
-            "notices": list(notices),
-        },
-    )
+    return {
+        "schema": REPORT_SCHEMA,
+        "generator": f"pytest-sys1cal {__version__}",
+        "model": model.copy(),
+        "dataset": dataset.copy(),
+        "repeats": repeats,
+        "repeats_per_answer": repeats_per_answer,
+        "seed": seed,
+        **analysis,
+        "gates": list(gates),
+        "notices": list(notices),
+    }
 
 
-def dumps(report: Mapping[str, Any]) -> str:
-    """The document as the file holds it: sorted keys, no NaN, UTF-8 text."""
-    return json.dumps(report, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
+def dumps(document: Mapping[str, object]) -> str:
+    """A document (a report, or an offline command's: document_commands.py) as the file holds it: sorted keys,
+    no NaN, UTF-8 text."""
+    return json.dumps(document, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------- reading
+
+
+VERDICTS = tuple(str(verdict) for verdict in Verdict)
 
 
 class ReportError(InputError):
@@ -365,6 +331,21 @@ def read_report(path: str | Path) -> ReportDocument:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportError(f"{path}: not a JSON file ({exc})") from None
     validate_report(data, str(path))
+    return _document(data)
+
+
+def reparsed(
+    report: ReportDocument, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None
+) -> ReportDocument:
+    """`report` as its file reads back: dumped, then parsed (`object_pairs_hook` builds each mapping, e.g. in an
+    order of its own), so that what is drawn from a run's report and from its saved file is the same."""
+    return _document(json.loads(dumps(report), object_pairs_hook=object_pairs_hook))
+
+
+def _document(data: Any) -> ReportDocument:
+    """The one unchecked step from parsed JSON to the typed document. read_report's JSON was checked for what every
+    reader relies on (validate_report: the schema, the model and dataset blocks, each item's identity and values,
+    each gate row's name and verdict), the rest is as the run wrote it; reparsed's is a typed document's own text."""
     return cast(ReportDocument, data)
 
 
@@ -375,12 +356,26 @@ def validate_report(data: Any, where: str = "the report") -> None:
         raise ReportError(
             f"{where}: not a sys1cal report (schema {found!r}, expected {REPORT_SCHEMA!r}; write one with --sys1cal-report)"
         )
+    for block in ("model", "dataset"):
+        if not isinstance(data.get(block), Mapping):
+            raise ReportError(f"{where}: the report has no {block!r} block; was it written by --sys1cal-report?")
     items = data.get("items")
     if not isinstance(items, list) or not items:
         raise ReportError(f"{where}: the report has no items[] (no rendering was measured)")
     for key in ("instance_id", "latent_instance_id", "family", "representation", "p_star"):
         if any(not isinstance(item, Mapping) or item.get(key) is None for item in items):
             raise ReportError(f"{where}: an item lacks {key!r}; was it written by an older pytest-sys1cal?")
+    gates = data.get("gates") or []
+    for index, gate in enumerate(gates if isinstance(gates, list) else [None]):
+        if (
+            not isinstance(gate, Mapping)
+            or not isinstance(gate.get("name"), str)
+            or gate.get("verdict") not in VERDICTS
+        ):
+            raise ReportError(
+                f"{where}: gates[{index}] is not a gate row (a name and one of the verdicts {', '.join(VERDICTS)}); "
+                "write the report again with --sys1cal-report"
+            )
     for index, item in enumerate(items):
         problem = _unusable(item)
         if problem:
@@ -408,15 +403,15 @@ def _unusable(item: Mapping[str, Any]) -> str | None:
 # ---------------------------------------------------------------------------------------------- reading parts
 
 
-def dataset_sha(report: Mapping[str, Any]) -> str | None:
-    return (report.get("dataset") or {}).get("sha256")
+def dataset_sha(report: ReportDocument) -> str | None:
+    return report["dataset"].get("sha256")
 
 
-def model_source(report: Mapping[str, Any]) -> str | None:
+def model_source(report: ReportDocument) -> str | None:
     """How the report's answers were obtained: "recorded", or "reconstructed" from published outputs."""
-    return (report.get("model") or {}).get("source")
+    return report["model"].get("source")
 
 
-def model_and_version(model: Mapping[str, Any]) -> str:
+def model_and_version(model: ModelBlock) -> str:
     """A report's `model` block as words, e.g. "jev jev-1.13.0"."""
     return f"{model.get('name')} {model.get('version')}"

@@ -126,6 +126,13 @@ class Why(TypedDict, total=False):
     line: str | None
 
 
+class WorstRendering(TypedDict):
+    """One of a Δ cell's renderings with the lowest D."""
+
+    instance_id: str
+    d: float
+
+
 class CellTests(TypedDict):
     """How the Δ cells by family and by representation were marked: Benjamini–Hochberg at `q` over `tested` cells."""
 

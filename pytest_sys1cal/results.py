@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .dataset import Dataset, Rendering
+from .document import Measured
 
 # A sample's shape: per question, its key and how many numbers it holds (0: one number, not a list).
 Layout = tuple[tuple[str, int], ...]
@@ -129,14 +130,14 @@ def _unpack(layout: Layout, values: bytes) -> list[dict[str, Any]]:
     return samples
 
 
-def analysis_rows(rows: Iterable[ResultRow], dataset: Dataset) -> list[dict[str, Any]]:
+def analysis_rows(rows: Iterable[ResultRow], dataset: Dataset) -> list[Measured]:
     """The analysis's input (analysis/__init__.py): each row with its rendering's identity and p*, the
     samples parsed, ``error`` where it failed."""
     by_id = {rendering.instance_id: rendering for rendering in dataset.renderings}
     out = []
     for row in rows:
         r = by_id[row.instance_id]
-        item: dict[str, Any] = {
+        item: Measured = {
             "instance_id": r.instance_id,
             "latent_instance_id": r.latent_instance_id,
             "family": r.family,
@@ -147,6 +148,6 @@ def analysis_rows(rows: Iterable[ResultRow], dataset: Dataset) -> list[dict[str,
         if row.error is not None:
             item["error"] = row.error
         else:
-            item.update(server_model=row.server_model, recorded=row.recorded)
+            item.update({"server_model": row.server_model, "recorded": row.recorded})
         out.append(item)
     return out

@@ -1,6 +1,7 @@
 """The run's one report, built once from what was measured: the analysis, the gates, the notices. Pure (no
 pytest, no files): every renderer reads the object it returns, the terminal, the Markdown summary, the JSON
-and HTML reports and JUnit XML alike, and the run passed or not according to its `outcome` alone."""
+and HTML reports and JUnit XML alike, and the run passed or not according to its `outcome` alone. A saved
+report read back becomes the same object (`Report.read_back`), its gate rows typed there once."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from .dataset import Dataset
 from .document import Counts, Interrupted, ReportDocument, report_document
 from .document_why import MapUsed
 from .escape import quoted
-from .gates.rows import GateRow, Outcome, outcome
+from .gates.rows import GateRow, GateSummary, Outcome, summarize
 from .gates.schema import Thresholds
 from .gates.upgrade_margins import upgrade_notices
 from .recalibration_map import RecalibrationMap, map_notice
@@ -58,14 +59,24 @@ class Baseline:
 
 @dataclass(frozen=True)
 class Report:
-    """`data` is the JSON report exactly as written (docs/report.md); `gates` its gate rows, typed."""
+    """`data` is the JSON report exactly as written (docs/report.md); `gates` its gate rows, typed, and what they
+    add up to (gates/rows.py counts it once, for every renderer)."""
 
     data: ReportDocument
-    gates: tuple[GateRow, ...]
+    gates: GateSummary
+
+    @classmethod
+    def of(cls, data: ReportDocument, gates: Sequence[GateRow]) -> Report:
+        return cls(data, summarize(gates))
+
+    @classmethod
+    def read_back(cls, data: ReportDocument) -> Report:
+        """A saved report (document.read_report's) as a run's: its ``gates[]`` typed here, once."""
+        return cls.of(data, [GateRow.from_json(gate) for gate in data.get("gates") or []])
 
     @property
     def outcome(self) -> Outcome:
-        return outcome(self.gates)
+        return self.gates.outcome
 
     @property
     def passed(self) -> bool:
@@ -130,7 +141,7 @@ def build_report(
             data, gates, baseline.report, origin=baseline.origin, location=baseline.location, node_ids=node_ids
         )
     data["notices"] = _notices(facts, thresholds, baseline, gates)
-    return Report(data, tuple(gates))
+    return Report.of(data, gates)
 
 
 def _gates(

@@ -34,9 +34,11 @@ def draw(report: Mapping[str, Any]) -> dict[str, str]:
 
     from pytest_sys1cal.report.figure_registry import SPECS
     from pytest_sys1cal.report.figures import Inputs, draw_all
+    from pytest_sys1cal.run_report import Report
 
     specs = [spec for spec in SPECS if spec.key in README_FIGURES.values()]
-    drawn = {figure.key: figure.svg for figure in draw_all(specs, Inputs.of(report))}
+    inputs = Inputs.of(report, Report.read_back(report).gates)
+    drawn = {figure.key: figure.svg for figure in draw_all(specs, inputs)}
     stamp = STAMP.format(version=matplotlib.__version__)
     out = {}
     for name, key in README_FIGURES.items():

@@ -46,7 +46,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_sys1cal.analysis.paired import pair_reports  # noqa: E402
-from pytest_sys1cal.analysis.power import intraclass_correlation  # noqa: E402
+from pytest_sys1cal.analysis.power_estimates import intraclass_correlation  # noqa: E402
 from pytest_sys1cal.analysis.primitives import ovl  # noqa: E402
 from pytest_sys1cal.analysis.sequential import Paired, decisive_size, run_looks  # noqa: E402
 from pytest_sys1cal.analysis.sequential_design import Design, problem_order  # noqa: E402

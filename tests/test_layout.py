@@ -421,3 +421,65 @@ def test_every_flag_the_package_names_is_an_option_it_defines() -> None:
         if flag not in defined
     ]
     assert not unknown, "\n".join(unknown)
+
+
+# Where a verdict is decided: gates/rows.py (GateSummary, outcome, passes) from the words vocabulary.py defines.
+DECIDERS = {"gates/rows.py", "vocabulary.py"}
+
+
+def verdict_decisions(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """(line, what) of each place `tree` spells out a verdict to decide with it: the literal "FAILED" (docstrings
+    aside), or a comparison of what reads a verdict or an outcome (its source names one) with one of their words.
+    Comparing with the enums (``gate.verdict == Verdict.FAILED``) is typed, and not counted here."""
+    from pytest_sys1cal.gates.rows import Outcome
+    from pytest_sys1cal.vocabulary import Verdict
+
+    words = {str(word) for word in (*Verdict, *Outcome)}
+    documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, documented) and node.body and isinstance(node.body[0], ast.Expr)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value == str(Verdict.FAILED) and id(node) not in docstrings:
+            yield node.lineno, f"the literal {node.value!r}"
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            spelled = [
+                element.value
+                for operand in operands
+                for element in (operand.elts if isinstance(operand, ast.Tuple | ast.List | ast.Set) else [operand])
+                if isinstance(element, ast.Constant) and element.value in words
+            ]
+            reading = [
+                ast.unparse(operand) for operand in operands if re.search("verdict|outcome", ast.unparse(operand), re.I)
+            ]
+            if spelled and reading:
+                yield node.lineno, f"{reading[0]} compared with {spelled[0]!r}"
+
+
+def test_only_the_gates_rows_decide_a_verdict_from_its_word() -> None:
+    """A run's outcome is counted in one place (gates/rows.py's GateSummary); nothing else re-reads verdicts by
+    their words, so a verdict renamed in vocabulary.py cannot leave a stale comparison behind."""
+    found = [
+        f"{path.relative_to(REPO)}:{line} {what}"
+        for path in modules()
+        if str(path.relative_to(PACKAGE)) not in DECIDERS
+        for line, what in verdict_decisions(tree(path))
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_verdict_rule_sees_a_decision_by_word() -> None:
+    """The check can fail: the three comparisons the issue found, and a word hidden in a tuple, are seen; the
+    enum and a verdict word that is only a message's text are not."""
+    source = """
+if not any(g.get("verdict") == "FAILED" for g in gates): pass
+failed = [g["name"] for g in gates if g["verdict"] == "passed"]
+if absolute["outcome"] in ("failed", "undecided"): pass
+ok = gate.verdict == Verdict.FAILED
+said = "FAILED: " + ", ".join(names)
+"""
+    found = list(verdict_decisions(ast.parse(source)))
+    assert sorted(line for line, _ in found) == [2, 2, 3, 4], found

@@ -1,21 +1,22 @@
 """The paper's analysis, computed from what a run measured. Pure numpy; knows nothing of pytest.
 
-Input: one mapping per rendering, as results.analysis_rows builds it (``samples``: per repeat ``noul``,
-``choice``, ``choice_swapped`` (P(True)) and ``score`` (10 levels), each absent when not asked; ``error``
-for a rendering that failed, which is counted and never silently dropped). Output: the report's blocks
-(docs/report.md), JSON-able, ``None`` plus a ``reason`` where a statistic cannot be computed. Same input
-and seed give the same output, whatever the order of the items. What each number means: docs/statistics.md.
+Input: one mapping per rendering (document.Measured), as results.analysis_rows builds it (``samples``: per
+repeat ``noul``, ``choice``, ``choice_swapped`` (P(True)) and ``score`` (10 levels), each absent when not
+asked; ``error`` for a rendering that failed, which is counted and never silently dropped). Output: the
+report's blocks (document.Analysis, docs/report.md), JSON-able, ``None`` plus a ``reason`` where a statistic
+cannot be computed. Same input and seed give the same output, whatever the order of the items. What each
+number means: docs/statistics.md.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 from ..defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
-from .breakdown import breakdowns
+from ..document import Analysis, Measured
+from .breakdown import breakdown
 from .calibration import calibration
 from .choice_calibration import choice_calibration_table
 from .decisions import decisions_table
@@ -33,14 +34,14 @@ from .uncertainty import uncertainty_table
 
 
 def analyze(
-    items: Sequence[Mapping[str, Any]],
+    items: Sequence[Measured],
     *,
     seed: int = 0,
     error_cost: float = 100.0,
     defer_cost: float = 45.0,
     bootstrap: int = BOOTSTRAP_RESAMPLES,
     recalibration_splits: int = RECALIBRATION_SPLITS,
-) -> dict[str, Any]:
+) -> Analysis:
     """Everything the summary, the JSON report and the gates need, from per-rendering results.
 
     bootstrap: latent-problem resamples for the uncertainty intervals (0 skips them). recalibration_splits:
@@ -67,13 +68,13 @@ def collector_paused() -> Iterator[None]:
 
 
 def _analyze(
-    items: Sequence[Mapping[str, Any]],
+    items: Sequence[Measured],
     seed: int,
     error_cost: float,
     defer_cost: float,
     bootstrap: int,
     recalibration_splits: int,
-) -> dict[str, Any]:
+) -> Analysis:
     table = aggregate_items(items)
     probs = primitive_probabilities(table)
     latent = LatentData.of(table.mu_score, table.p_choice, table.p_star, table.latent_ids)
@@ -82,7 +83,8 @@ def _analyze(
     return {
         "counts": table.counts(),
         "primitives": primitive_table(table),
-        **breakdowns(table),
+        "by_family": breakdown(table, table.family),
+        "by_representation": breakdown(table, table.representation),
         "representation_sensitivity": per_primitive(probs, spread, table.latent_ids),
         "uncertainty": uncertainty_table(latent, seed=seed, bootstrap=bootstrap),
         "choice_calibration": choice_calibration_table(latent),

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from ..document import GroupCell, GroupRow
 from .items import ItemTable
 from .primitives import primitive_probabilities
 
 
-def breakdown(table: ItemTable, groups: Sequence[str]) -> dict[str, Any]:
+def breakdown(table: ItemTable, groups: Sequence[str]) -> dict[str, GroupRow]:
     """Per group (one per distinct value of `groups`, one value per rendering; keys sorted): its renderings,
     its latent problems, and per primitive the n, latent problems, mean TV and mean OVL of Table 1 on the
     group's renderings where that primitive was asked."""
@@ -19,7 +19,7 @@ def breakdown(table: ItemTable, groups: Sequence[str]) -> dict[str, Any]:
     labels = np.asarray(groups, dtype=str)
     # Latent problems as integer codes, once: counting distinct strings per cell sorted them afresh each time.
     latent = np.unique(table.latent_ids, return_inverse=True)[1].reshape(-1)
-    out: dict[str, Any] = {}
+    out: dict[str, GroupRow] = {}
     for name in sorted(set(labels.tolist())):
         rows = labels == name
         out[name] = {
@@ -30,7 +30,7 @@ def breakdown(table: ItemTable, groups: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _cell(p: np.ndarray, p_star: np.ndarray, latent: np.ndarray) -> dict[str, Any]:
+def _cell(p: np.ndarray, p_star: np.ndarray, latent: np.ndarray) -> GroupCell:
     asked = ~np.isnan(p)
     if not asked.any():
         return {"n": 0, "latent_problems": 0, "mean_tv": None, "mean_ovl": None}
@@ -40,12 +40,4 @@ def _cell(p: np.ndarray, p_star: np.ndarray, latent: np.ndarray) -> dict[str, An
         "latent_problems": int(np.unique(latent[asked]).size),
         "mean_tv": float(tv.mean()),
         "mean_ovl": float(1 - tv.mean()),  # as Table 1 computes it, so the "all" row matches it exactly
-    }
-
-
-def breakdowns(table: ItemTable) -> dict[str, Any]:
-    """The report's ``by_family`` and ``by_representation`` blocks."""
-    return {
-        "by_family": breakdown(table, table.family),
-        "by_representation": breakdown(table, table.representation),
     }

@@ -7,19 +7,26 @@ noise: on 365 items label-ECE reads 0.05–0.065 for a perfectly calibrated mode
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+
+from ..document import CalibrationRow
 
 BINS = 15
 
 
-def calibration(p: np.ndarray, target: np.ndarray) -> dict[str, Any]:
+def calibration(p: np.ndarray, target: np.ndarray) -> CalibrationRow:
     """ece: 15 equal-width bins; ece_equal_mass: 15 equal-mass bins; brier: mean (p − p*)², the part of the
     expected Brier score that depends on the model (the rest, p*(1−p*), is the same for every model)."""
     if p.size == 0:
-        keys = ("ece", "ece_bins", "ece_equal_mass", "ece_equal_mass_bins", "brier")
-        return {"n": 0, **dict.fromkeys(keys), "reason": "not enough data: no answers"}
+        return {
+            "n": 0,
+            "ece": None,
+            "ece_bins": None,
+            "ece_equal_mass": None,
+            "ece_equal_mass_bins": None,
+            "brier": None,
+            "reason": "not enough data: no answers",
+        }
     ece, bins = binned_gap(equal_width_bins(p, BINS), p, target)
     ece_mass, bins_mass = binned_gap(equal_mass_bins(p, BINS), p, target)
     return {

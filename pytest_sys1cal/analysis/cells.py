@@ -13,10 +13,11 @@ the power for one confined to a family.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
+from ..document_upgrade import GroupDifference, UpgradeMetric
+from ..document_why import CellTests
 from .stats import Clusters
 from .student_t import t_sf
 
@@ -24,7 +25,6 @@ GROUP_LEVEL = 0.95  # per-cell two-sided percentile intervals, one per cell, not
 FDR = 0.10  # the Benjamini–Hochberg level of the "regressed" marks
 WORST = 3  # renderings named per cell, the lowest D first
 MIN_PROBLEMS = 3  # latent problems a cell's tests need (fewer: the cell is not tested, never marked)
-GROUPINGS = ("by_family", "by_representation")
 
 
 def group_differences(
@@ -37,7 +37,7 @@ def group_differences(
     ovl_base: np.ndarray,
     instance_ids: Sequence[str] = (),
     fail_margin: float | None = None,
-) -> dict[str, Any] | None:
+) -> dict[str, GroupDifference] | None:
     """Per group with paired renderings (keys sorted): n, latent problems, mean OVL in the baseline and the new
     run, their difference Δ, its bootstrap SE and 95% interval; ``rest``, the Δ of the other paired renderings;
     with `fail_margin` (δ₀) ``p_value`` of "this cell is worse by more than δ₀" (regressed_p); with
@@ -49,7 +49,7 @@ def group_differences(
     if any(group is None for group in groups):
         return None
     labels = np.asarray(groups, dtype=str)
-    out: dict[str, Any] = {}
+    out: dict[str, GroupDifference] = {}
     for name in sorted(set(labels[both].tolist())):
         rows = both & (labels == name)
         out[name] = _cell(rows, both, clusters, counts, d, ovl_new, ovl_base, instance_ids, fail_margin)
@@ -66,13 +66,13 @@ def _cell(
     ovl_base: np.ndarray,
     instance_ids: Sequence[str],
     fail_margin: float | None,
-) -> dict[str, Any]:
+) -> GroupDifference:
     numerator = counts @ clusters.sums(np.where(rows, d, 0.0))
     denominator = counts @ clusters.sums(rows.astype(float))
     drawn = denominator > 0
     boot = numerator[drawn] / denominator[drawn]
     enough = boot.size >= 2
-    cell: dict[str, Any] = {
+    cell: GroupDifference = {
         "n": int(rows.sum()),
         "latent_problems": int(np.unique(clusters.codes[rows]).size),
         "baseline": float(ovl_base[rows].mean()),
@@ -124,21 +124,20 @@ def benjamini_hochberg(p_values: Sequence[float], q: float) -> tuple[np.ndarray,
     return rejected, adjusted
 
 
-def mark_regressed(metrics: Mapping[str, dict[str, Any]], q: float = FDR) -> dict[str, Any]:
+def mark_regressed(metrics: Mapping[str, UpgradeMetric], q: float = FDR) -> CellTests:
     """Benjamini–Hochberg over every tested cell of every compared primitive: each cell gets ``q_value`` (its
     adjusted p-value) and ``regressed``; returns what was done, for the report."""
-    cells = [
-        cell
-        for metric in metrics.values()
-        for grouping in GROUPINGS
-        for cell in (metric.get(grouping) or {}).values()
-        if cell.get("p_value") is not None
-    ]
-    rejected, adjusted = benjamini_hochberg([cell["p_value"] for cell in cells], q)
-    for metric in metrics.values():
-        for grouping in GROUPINGS:
-            for cell in (metric.get(grouping) or {}).values():
-                cell.update(q_value=None, regressed=False)  # untested (too few resamples drew it): never marked
-    for cell, reject, value in zip(cells, rejected, adjusted, strict=True):
-        cell.update(q_value=float(value), regressed=bool(reject))
-    return {"q": q, "tested": len(cells), "regressed": int(rejected.sum())}
+    every = [cell for metric in metrics.values() for cell in _cells_of(metric)]
+    tested = [(cell, p) for cell in every if (p := cell.get("p_value")) is not None]
+    rejected, adjusted = benjamini_hochberg([p for _, p in tested], q)
+    for cell in every:  # untested (too few latent problems): never marked
+        cell["q_value"], cell["regressed"] = None, False
+    for (cell, _), reject, value in zip(tested, rejected, adjusted, strict=True):
+        cell["q_value"], cell["regressed"] = float(value), bool(reject)
+    return {"q": q, "tested": len(tested), "regressed": int(rejected.sum())}
+
+
+def _cells_of(metric: UpgradeMetric) -> list[GroupDifference]:
+    """A compared primitive's cells, by family and by representation."""
+    by_family, by_representation = metric.get("by_family"), metric.get("by_representation")
+    return [*(by_family or {}).values(), *(by_representation or {}).values()]

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..defaults import UPGRADE_RESAMPLES
+from ..document import ReportDocument
+from ..document_commands import ContaminationCheck, ContaminationMetric, Difference
 from ..vocabulary import LABELS, PRIMITIVES
 from .contamination_sides import (
     FILLS_EVERY_CELL,
@@ -45,8 +46,8 @@ class _Rule:
 
 
 def check_contamination(
-    public: Mapping[str, Any],
-    fresh: Mapping[str, Any],
+    public: ReportDocument,
+    fresh: ReportDocument,
     *,
     seed: int = 0,
     resamples: int = UPGRADE_RESAMPLES,
@@ -57,7 +58,7 @@ def check_contamination(
     primitives: Iterable[str] = PRIMITIVES,
     ignore_repeats: bool = False,
     bundled_sha256: str | None = None,
-) -> dict[str, Any]:
+) -> ContaminationCheck:
     """Per primitive, mean OVL public − fresh (raw and reweighted to the public stratum mix) with bootstrap
     intervals and a verdict. JSON-able (no NaN).
 
@@ -77,7 +78,7 @@ def check_contamination(
     metrics = _compare(sides, chosen, _Rule(level, margin, verdict_key), seed, resamples)
     flagged = [prim for prim, metric in metrics.items() if metric["verdict"] == SUSPICIOUS]
     return {
-        "model": dict(public.get("model") or {}),
+        "model": public["model"].copy(),
         "repeats": {"public": public.get("repeats"), "fresh": fresh.get("repeats")},
         "public": sides.public.summary(public),
         "fresh": sides.fresh.summary(fresh),
@@ -113,11 +114,13 @@ def _bootstrap_in_words(keys: Sequence[str]) -> str:
     )
 
 
-def _compare(sides: Sides, chosen: Sequence[str], rule: _Rule, seed: int, resamples: int) -> dict[str, dict[str, Any]]:
+def _compare(
+    sides: Sides, chosen: Sequence[str], rule: _Rule, seed: int, resamples: int
+) -> dict[str, ContaminationMetric]:
     """Each chosen primitive's metric, with Holm-adjusted p-values across the primitives compared."""
     tables = {prim: {w: side.sums(prim, sides.strata) for w, side in sides.by_name().items()} for prim in chosen}
     boots = _bootstrap(sides, tables, seed, resamples)
-    metrics: dict[str, dict[str, Any]] = {}
+    metrics: dict[str, ContaminationMetric] = {}
     for prim in chosen:
         point_raw, point_reweighted = _statistics(tables[prim], None, sides.usable)
         point = {"raw": float(point_raw[0]), "reweighted": float(point_reweighted[0])}
@@ -193,14 +196,14 @@ def _metric(
     point: Mapping[str, float],
     boot: Mapping[str, np.ndarray],
     rule: _Rule,
-) -> dict[str, Any]:
+) -> ContaminationMetric:
     """One primitive's comparison: means, both differences with their intervals, the bootstrap p-value of
     "public advantage ≤ margin", the verdict and the per-stratum means; or the reason it was not compared."""
     pub_sums, pub_n = (a.sum(axis=0) for a in table["public"])
     fresh_sums, fresh_n = (a.sum(axis=0) for a in table["fresh"])
     weights = _weights(table, sides.usable)
     shared = weights > 0
-    out: dict[str, Any] = {
+    out: ContaminationMetric = {
         "label": LABELS[prim],
         "n": {"public": int(pub_n.sum()), "fresh": int(fresh_n.sum())},
         "verdict": None,
@@ -210,16 +213,17 @@ def _metric(
         return {**out, "reason": reason}
     with np.errstate(invalid="ignore", divide="ignore"):
         pub_means, fresh_means = pub_sums / pub_n, fresh_sums / fresh_n
-    intervals = {key: _interval(point[key], boot[key], rule.level) for key in ("raw", "reweighted")}
+    raw, reweighted = (_interval(point[key], boot[key], rule.level) for key in ("raw", "reweighted"))
     chosen = boot[rule.verdict_key][~np.isnan(boot[rule.verdict_key])]
-    low, high = intervals[rule.verdict_key]["ci"]
+    low, high = (raw if rule.verdict_key == "raw" else reweighted)["ci"]
     return {
         **out,
         "public": float(pub_sums.sum() / pub_n.sum()),
         "fresh": float(fresh_sums.sum() / fresh_n.sum()),
         "public_shared_strata": float(pub_means[shared] @ weights[shared]),
         "fresh_reweighted": float(fresh_means[shared] @ weights[shared]),
-        **intervals,
+        "raw": raw,
+        "reweighted": reweighted,
         # One-sided bootstrap p-value of H0: public advantage ≤ margin.
         "p_value": float((1 + np.sum(chosen <= rule.margin)) / (chosen.size + 1)),
         "verdict": SUSPICIOUS if low > rule.margin else NOT_SUSPICIOUS,
@@ -263,7 +267,7 @@ def _empty_strata(boot: Mapping[str, np.ndarray]) -> str | None:
     return None
 
 
-def _interval(point: float, values: np.ndarray, level: float) -> dict[str, Any]:
+def _interval(point: float, values: np.ndarray, level: float) -> Difference:
     values = values[~np.isnan(values)]
     low, high = percentile_interval(values, level)
     return {"difference": point, "ci": [low, high], "se": float(values.std(ddof=1))}

@@ -6,15 +6,15 @@ sha256. See docs/contamination.md."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
 from ..bands import ALL_BANDS, band_of
-from ..document import dataset_sha, model_and_version, model_source
+from ..document import Item, ReportDocument, dataset_sha, model_and_version, model_source
+from ..document_commands import CheckedSide
 from ..errors import InputError
 from ..vocabulary import FAMILY_NAMES
 from .paired import rendering_ovl
@@ -46,7 +46,7 @@ class ContaminationError(InputError):
 # ---------------------------------------------------------------------------------------------- refusals
 
 
-def check_design(public: Mapping[str, Any], fresh: Mapping[str, Any], ignore_repeats: bool) -> list[str]:
+def check_design(public: ReportDocument, fresh: ReportDocument, ignore_repeats: bool) -> list[str]:
     """Refuse what cannot be compared; return caveats for what can, but with care."""
     sha_public, sha_fresh = dataset_sha(public), dataset_sha(fresh)
     if sha_public is not None and sha_public == sha_fresh:
@@ -55,7 +55,7 @@ def check_design(public: Mapping[str, Any], fresh: Mapping[str, Any], ignore_rep
             "set with a fresh one, e.g. `python -m pytest_sys1cal generate --seed 1 --problems 400 --out fresh.jsonl`, "
             "recorded with `--sys1cal-dataset fresh.jsonl`"
         )
-    model_public, model_fresh = public.get("model") or {}, fresh.get("model") or {}
+    model_public, model_fresh = public["model"], fresh["model"]
     if any(model_public.get(key) != model_fresh.get(key) for key in ("name", "version")):
         raise ContaminationError(
             f"the reports are of different models (public: {model_and_version(model_public)}, fresh: "
@@ -73,7 +73,7 @@ def check_design(public: Mapping[str, Any], fresh: Mapping[str, Any], ignore_rep
     return caveats
 
 
-def _repeat_caveats(r_public: Any, r_fresh: Any, ignore_repeats: bool) -> list[str]:
+def _repeat_caveats(r_public: int | None, r_fresh: int | None, ignore_repeats: bool) -> list[str]:
     if r_public == r_fresh:
         return []
     if not ignore_repeats:
@@ -95,15 +95,15 @@ class Exclusions:
     specs: list[str]
     note: str | None  # what was left out and why, for the output
 
-    def excludes(self, item: Mapping[str, Any]) -> bool:
+    def excludes(self, item: Item) -> bool:
         family, representation = item["family"], item["representation"]
         return any(spec in (family, representation, f"{family}:{representation}") for spec in self.specs)
 
 
 def resolve_exclusions(
     exclude: Iterable[str] | None,
-    public: Mapping[str, Any],
-    fresh: Mapping[str, Any],
+    public: ReportDocument,
+    fresh: ReportDocument,
     bundled_sha256: str | None = None,
 ) -> Exclusions:
     """The exclusions to apply: `exclude` checked against both reports, or, when None, the public file's
@@ -145,7 +145,7 @@ def strata_keys(stratify: str) -> tuple[str, ...]:
     return keys
 
 
-def _stratum_of(item: Mapping[str, Any], keys: Sequence[str]) -> str:
+def _stratum_of(item: Item, keys: Sequence[str]) -> str:
     if not keys:
         return "all"
     parts = {
@@ -156,7 +156,7 @@ def _stratum_of(item: Mapping[str, Any], keys: Sequence[str]) -> str:
     return " ".join(parts[key]() for key in keys)
 
 
-def _p_star_band(item: Mapping[str, Any]) -> str:
+def _p_star_band(item: Item) -> str:
     """The Sys1Cal-v1 probability band of p* (the generator draws p* evenly over these bands; the public set
     is concentrated in the middle ones). repr() gives the decimal the dataset wrote, so a p* of 0.1 is exactly
     1/10 and lands in [0.01,0.10], not in the band above it."""
@@ -173,10 +173,10 @@ class Side:
 
     def __init__(
         self,
-        report: Mapping[str, Any],
+        report: ReportDocument,
         exclusions: Exclusions,
         keys: Sequence[str],
-        group_of: Callable[[Mapping[str, Any]], str],
+        group_of: Callable[[Item], str],
     ):
         items = [item for item in report["items"] if not exclusions.excludes(item)]
         self.renderings = len(items)
@@ -214,9 +214,9 @@ class Side:
             out[:, block] = Clusters.of(self.latent_ids[block]).resample_counts(rng, resamples)
         return out
 
-    def summary(self, report: Mapping[str, Any]) -> dict[str, Any]:
+    def summary(self, report: ReportDocument) -> CheckedSide:
         """The side as the result shows it: dataset, renderings compared, latent problems per family."""
-        dataset = report.get("dataset") or {}
+        dataset = report["dataset"]
         return {
             "dataset": dataset.get("name"),
             "sha256": dataset.get("sha256"),
@@ -254,9 +254,7 @@ class Sides:
         ]
 
 
-def build_sides(
-    public: Mapping[str, Any], fresh: Mapping[str, Any], exclusions: Exclusions, keys: Sequence[str]
-) -> Sides:
+def build_sides(public: ReportDocument, fresh: ReportDocument, exclusions: Exclusions, keys: Sequence[str]) -> Sides:
     """Both sides, resampled by family (public) and by family × p* band (fresh, when the strata include the
     band). Raises ContaminationError when a side keeps fewer than 2 latent problems."""
     # The public set's design fixes how many problems each family has; a generated set's also fixes how many
@@ -265,7 +263,7 @@ def build_sides(
     # for resampling and left out of the reweighted difference.
     thin = _thin_cells(fresh, exclusions) if "band" in keys else set()
 
-    def fresh_group(item: Mapping[str, Any]) -> str:
+    def fresh_group(item: Item) -> str:
         if "band" not in keys:
             return item["family"]
         band = _p_star_band(item)
@@ -285,7 +283,7 @@ def build_sides(
     return Sides(sides["public"], sides["fresh"], strata, _usable(sides.values(), strata, thin), thin)
 
 
-def _thin_cells(fresh: Mapping[str, Any], exclusions: Exclusions) -> set[tuple[str, str]]:
+def _thin_cells(fresh: ReportDocument, exclusions: Exclusions) -> set[tuple[str, str]]:
     latents = {i["latent_instance_id"]: i for i in fresh["items"] if not exclusions.excludes(i)}
     cells = Counter((item["family"], _p_star_band(item)) for item in latents.values())
     return {cell for cell, count in cells.items() if count < MIN_FRESH_PER_CELL}

@@ -7,10 +7,9 @@ of an action is exact too: (1−p*)·c, p*·c or c_D (docs/statistics.md §4).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from ..document_decisions import Decisions, WorkedExample
 from .latent import MU_GRID, LatentData, LatentFit
 from .stats import with_reasons
 
@@ -44,8 +43,8 @@ def choose(intervals: dict[str, tuple], error_cost: float, defer_cost: float) ->
     }
 
 
-def decisions_table(data: LatentData, *, error_cost: float, defer_cost: float) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def decisions_table(data: LatentData, *, error_cost: float, defer_cost: float) -> Decisions:
+    out: Decisions = {
         "error_cost": float(error_cost),
         "defer_cost": float(defer_cost),
         "n": data.n,
@@ -76,7 +75,7 @@ def decisions_table(data: LatentData, *, error_cost: float, defer_cost: float) -
     return out
 
 
-def worked_example(fit: LatentFit, error_cost: float, defer_cost: float) -> dict[str, Any]:
+def worked_example(fit: LatentFit, error_cost: float, defer_cost: float) -> WorkedExample:
     """The paper's illustration, computed: a Score expectation for which the three rules choose three
     different actions. It takes the middle of the first such range of μ_S (rounded to 0.01 so it reads
     cleanly) and the Choice the fitted model predicts there, f(μ_S)."""
@@ -84,9 +83,16 @@ def worked_example(fit: LatentFit, error_cost: float, defer_cost: float) -> dict
     raw, inverse, interval = (actions[rule] for rule in RULES)
     distinct = np.flatnonzero((raw != inverse) & (raw != interval) & (inverse != interval))
     if distinct.size == 0:
-        keys = ("mu_score", "choice", "inverse", "interval", "actions", "risks", "region")
-        reason = "at these costs no Score expectation makes the three rules choose three different actions"
-        return {**dict.fromkeys(keys), "reason": reason}
+        return {
+            "mu_score": None,
+            "choice": None,
+            "inverse": None,
+            "interval": None,
+            "actions": None,
+            "risks": None,
+            "region": None,
+            "reason": "at these costs no Score expectation makes the three rules choose three different actions",
+        }
     breaks = np.flatnonzero(np.diff(distinct) > 1)
     low = float(MU_GRID[distinct[0]])
     high = float(MU_GRID[distinct[breaks[0] if breaks.size else -1]])

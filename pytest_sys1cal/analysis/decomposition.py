@@ -19,10 +19,9 @@ every rendering of a drawn problem along, seeded), all resamples fitted at once.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from ..document_why import Band, Decomposition, Reliability
 from .isotonic import IsotonicMap, Pooled, fit_rows
 from .stats import Clusters, percentile_interval, with_reasons
 
@@ -32,7 +31,6 @@ BAND_POINTS = 41  # answers at which the band is given, evenly spread between th
 # Simulations of the band (at most; --sys1cal-bootstrap 0 draws none): its 5 % and 95 % quantiles at 200 are drawn
 # to within the width of a plotted line, and its refits cost more than the intervals' (noisy targets: long merges).
 BAND_SIMULATIONS = 200
-PARTS = ("score", "mcb", "dsc", "unc")
 # From this many distinct answers on, the resampled fits (the intervals, the band) pool neighbouring answers into
 # this many groups, each of about as many renderings (docs/statistics.md §8.1); the run's own values stay exact.
 RESAMPLED_POINTS = 400
@@ -40,11 +38,11 @@ RESAMPLED_POINTS = 400
 
 def decompositions(
     probs: dict[str, np.ndarray], p_star: np.ndarray, latent_ids: np.ndarray, *, seed: int, bootstrap: int
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[dict[str, Decomposition], dict[str, Reliability]]:
     """(the ``decomposition`` block, the ``reliability`` block), each per primitive, on the renderings where it
     was asked."""
-    parts: dict[str, Any] = {}
-    curves: dict[str, Any] = {}
+    parts: dict[str, Decomposition] = {}
+    curves: dict[str, Reliability] = {}
     for name, p in probs.items():
         asked = ~np.isnan(p)
         parts[name], curves[name] = decompose(
@@ -55,11 +53,12 @@ def decompositions(
 
 def decompose(
     p: np.ndarray, p_star: np.ndarray, latent_ids: np.ndarray, *, seed: int, bootstrap: int
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[Decomposition, Reliability]:
     """One primitive's decomposition and reliability curve, point values and bootstrap intervals."""
     clusters = Clusters.of(latent_ids)
-    parts: dict[str, Any] = {"n": int(p.size), "latent_problems": clusters.count, **dict.fromkeys(PARTS)}
-    curve: dict[str, Any] = {"n": int(p.size), "ece": None, "ece_ci": None, "curve": None, "band": None}
+    parts: Decomposition = {"n": int(p.size), "latent_problems": clusters.count}
+    parts.update({"score": None, "mcb": None, "dsc": None, "unc": None})
+    curve: Reliability = {"n": int(p.size), "ece": None, "ece_ci": None, "curve": None, "band": None}
     if p.size == 0:
         return with_reasons(parts, ["not enough data: no answers"]), with_reasons(
             curve, ["not enough data: no answers"]
@@ -68,14 +67,30 @@ def decompose(
     if bootstrap > 0 and clusters.count >= 2:
         counts = clusters.resample_counts(np.random.default_rng(seed), bootstrap)
     stats, fitted, pooled = resampled(p, p_star, counts, clusters.codes)
-    parts.update({key: float(stats[key][0]) for key in PARTS}, distinct_answers=int(pooled.x.size))
+    parts.update(
+        {
+            "score": float(stats["score"][0]),
+            "mcb": float(stats["mcb"][0]),
+            "dsc": float(stats["dsc"][0]),
+            "unc": float(stats["unc"][0]),
+            "distinct_answers": int(pooled.x.size),
+        }
+    )
     fit = IsotonicMap.from_fit(pooled.x, fitted)
-    curve.update(ece=float(stats["ece"][0]), curve={"x": fit.x.tolist(), "y": fit.y.tolist()})
+    curve.update({"ece": float(stats["ece"][0]), "curve": {"x": fit.x.tolist(), "y": fit.y.tolist()}})
     if not counts.shape[0]:
         why = "bootstrap skipped (bootstrap=0)" if bootstrap <= 0 else "no interval: fewer than 2 latent problems"
         return with_reasons(parts, [why]), with_reasons(curve, [why])
-    parts.update({f"{key}_ci": percentile_interval(stats[key][1:], LEVEL) for key in PARTS})
-    parts.update(resamples=int(counts.shape[0]), level=LEVEL)
+    parts.update(
+        {
+            "score_ci": percentile_interval(stats["score"][1:], LEVEL),
+            "mcb_ci": percentile_interval(stats["mcb"][1:], LEVEL),
+            "dsc_ci": percentile_interval(stats["dsc"][1:], LEVEL),
+            "unc_ci": percentile_interval(stats["unc"][1:], LEVEL),
+            "resamples": int(counts.shape[0]),
+            "level": LEVEL,
+        }
+    )
     curve["ece_ci"] = percentile_interval(stats["ece"][1:], LEVEL)
     band_rng = np.random.default_rng([seed, 1])  # a stream of its own: the intervals' resamples stay as they are
     curve["band"] = consistency_band(pooled, p, p_star, clusters, band_rng, min(bootstrap, BAND_SIMULATIONS))
@@ -134,7 +149,7 @@ def statistics(
 
 def consistency_band(
     pooled: Pooled, p: np.ndarray, p_star: np.ndarray, clusters: Clusters, rng: np.random.Generator, resamples: int
-) -> dict[str, Any]:
+) -> Band:
     """Where the isotonic curve of a *calibrated* model with these answers falls, pointwise, in BAND_LEVEL of
     `resamples` simulations (the CORP consistency band, for exact targets). A simulation keeps the answers and
     draws targets whose curve is the diagonal: t = p̂ + s_j·(p* − p̂), each rendering's own error with one random

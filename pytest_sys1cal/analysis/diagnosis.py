@@ -20,11 +20,10 @@ verdict still decides: the diagnosis never changes it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 
+from ..document_upgrade import UpgradeMetric
+from ..document_why import PartChange, RecalibratedChange, Why
 from ..vocabulary import LABELS, Verdict
 from .decomposition import resampled
 from .held_out_maps import held_out_answers, held_out_inverse
@@ -47,51 +46,55 @@ def diagnose(
     prim: str,
     clusters: Clusters,
     counts: np.ndarray,
-    metric: Mapping[str, Any],
+    metric: UpgradeMetric,
     *,
     alpha: float,
     seed: int,
     splits: int,
-) -> dict[str, Any]:
+) -> Why:
     """The ``why`` block of one compared primitive (`metric`: its row of the comparison, verdict included)."""
     new, base = paired.new[prim], paired.base[prim]
     both = ~np.isnan(new) & ~np.isnan(base)
     p_star, codes = paired.p_star[both], clusters.codes[both]
-    out: dict[str, Any] = _parts(counts[:PART_RESAMPLES], codes, p_star, new[both], base[both])
+    mcb, dsc = _parts(counts[:PART_RESAMPLES], codes, p_star, new[both], base[both])
     firsts = [first[both] for first in split_halves(paired.latent_ids, paired.p_star, split_seeds(seed, splits))]
-    out["recalibrated"] = _recalibrated(
+    recalibrated = _recalibrated(
         [held_out_answers(side, p_star, firsts) for side in (base[both], new[both])], p_star, codes, counts, alpha
     )
     if prim == "choice":
-        out["recalibrated"]["inverse"] = _inverse(paired, both, firsts, codes, counts, alpha)
-    out["cause"], out["line"] = (None, None) if metric["verdict"] not in MOVED else verdict_line(prim, metric, out)
+        recalibrated["inverse"] = _inverse(paired, both, firsts, codes, counts, alpha)
+    out: Why = {"mcb": mcb, "dsc": dsc, "recalibrated": recalibrated, "cause": None, "line": None}
+    if metric["verdict"] in MOVED:
+        out["cause"], out["line"] = verdict_line(prim, metric, out)
     return out
 
 
 def _parts(
     counts: np.ndarray, codes: np.ndarray, p_star: np.ndarray, new: np.ndarray, base: np.ndarray
-) -> dict[str, Any]:
+) -> tuple[PartChange, PartChange]:
     """MCB and DSC of both versions and their differences, for the run (row 0) and under every resample (`counts`:
     latent-problem multiplicities, `codes`: each rendering's problem)."""
     new_values = resampled(new, p_star, counts, codes)[0]
     base_values = resampled(base, p_star, counts, codes)[0]
-    out = {}
+    out: list[PartChange] = []
     for key in ("mcb", "dsc"):
         change = new_values[key] - base_values[key]
-        out[key] = {
-            "baseline": float(base_values[key][0]),
-            "new": float(new_values[key][0]),
-            "difference": float(change[0]),
-            "ci": percentile_interval(change[1:], LEVEL),
-            "level": LEVEL,
-            "resamples": int(change.size - 1),
-        }
-    return out
+        out.append(
+            {
+                "baseline": float(base_values[key][0]),
+                "new": float(new_values[key][0]),
+                "difference": float(change[0]),
+                "ci": percentile_interval(change[1:], LEVEL),
+                "level": LEVEL,
+                "resamples": int(change.size - 1),
+            }
+        )
+    return out[0], out[1]
 
 
 def _recalibrated(
     sides: list[np.ndarray], p_star: np.ndarray, codes: np.ndarray, counts: np.ndarray, alpha: float
-) -> dict[str, Any]:
+) -> RecalibratedChange:
     """Mean OVL of both versions' held-out recalibrated answers (the splits every rendering was scored in, both
     sides alike), and their paired difference with one-sided bootstrap bounds at `alpha`."""
     scored = ~np.isnan(sides[0]).any(axis=1) & ~np.isnan(sides[1]).any(axis=1)
@@ -115,7 +118,7 @@ def _recalibrated(
 
 def _inverse(
     paired: Paired, both: np.ndarray, firsts: list[np.ndarray], codes: np.ndarray, counts: np.ndarray, alpha: float
-) -> dict[str, Any]:
+) -> RecalibratedChange:
     """Choice through the paper's inverse map (refitted on held-out halves), both versions, where Score was asked too."""
     with_score = ~np.isnan(paired.new["score"][both]) & ~np.isnan(paired.base["score"][both])
     if not with_score.any():
@@ -132,13 +135,13 @@ def _inverse(
     return _recalibrated(sides, p_star, codes[with_score], counts, alpha)
 
 
-def verdict_line(prim: str, metric: Mapping[str, Any], why: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def verdict_line(prim: str, metric: UpgradeMetric, why: Why) -> tuple[str | None, str | None]:
     """(cause, the line a reviewer reads) for a primitive whose raw verdict is FAILED or inconclusive."""
     recal = why["recalibrated"]
     label = LABELS.get(prim, prim)
-    if recal.get("difference") is None:
-        return None, f"{label}: not diagnosed ({recal.get('reason', 'no recalibrated Δ')})"
     drop, margin, fail_margin = metric["difference"], metric["margin"], metric["fail_margin"]
+    if "difference" not in recal or drop is None:
+        return None, f"{label}: not diagnosed ({recal.get('reason', 'no recalibrated Δ')})"
     if recal["lower"] > -margin:
         cause = MISCALIBRATION
     elif recal["upper"] < -fail_margin:
@@ -168,7 +171,7 @@ def signed(value: float) -> str:
     return f"{round(value, 3) + 0.0:+.3f}".replace("-", "−")  # + 0.0: −0.0004 shows as +0.000, not −0.000
 
 
-def _discrimination(dsc: Mapping[str, Any]) -> str:
+def _discrimination(dsc: PartChange) -> str:
     """ "discrimination unchanged (ΔDSC +0.000 [−0.002, +0.003])" or "… down/up …" by the interval."""
     low, high = dsc["ci"]
     state = "unchanged" if low <= 0 <= high else "down" if high < 0 else "up"

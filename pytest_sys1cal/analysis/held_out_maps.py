@@ -13,10 +13,9 @@ on all problems).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from ..document_why import HeldOutMap, Spread
 from .isotonic import IsotonicMap, Pooled, fit_map, fit_rows
 from .latent import LatentData, LatentFit, fit_batch
 from .primitives import ovl
@@ -67,7 +66,7 @@ def held_out_inverse(data: LatentData, firsts: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def spread(values: np.ndarray) -> dict[str, float | None]:
+def spread(values: np.ndarray) -> Spread:
     """Mean, SD (n − 1), min and max of the per-split values."""
     return {
         "mean": float(values.mean()),
@@ -77,7 +76,7 @@ def spread(values: np.ndarray) -> dict[str, float | None]:
     }
 
 
-def summary(recalibrated: np.ndarray, p_star: np.ndarray) -> tuple[dict[str, float | None] | None, int]:
+def summary(recalibrated: np.ndarray, p_star: np.ndarray) -> tuple[Spread | None, int]:
     """The held-out mean OVL of every split whose every rendering was scored, summarised; and how many were."""
     complete = ~np.isnan(recalibrated).any(axis=1)
     if not complete.any():
@@ -94,13 +93,13 @@ def recalibrated_table(
     *,
     seed: int,
     splits: int,
-) -> dict[str, Any]:
+) -> dict[str, HeldOutMap]:
     """The ``recalibrated`` block: per primitive the raw mean OVL, that of the map fitted on all problems scored on
     them (``in_sample``, optimistic), and the held-out one over the splits (``held_out``); Choice adds the
     inverse map's (``inverse``), on the renderings with both Choice and Score."""
     seeds = split_seeds(seed, splits)
     firsts = split_halves(latent_ids, p_star, seeds)
-    out: dict[str, Any] = {}
+    out: dict[str, HeldOutMap] = {}
     for name, p in probs.items():
         asked = ~np.isnan(p)
         out[name] = held_out_block(p[asked], p_star[asked], [first[asked] for first in firsts], seeds)
@@ -109,34 +108,32 @@ def recalibrated_table(
     return out
 
 
-def held_out_block(p: np.ndarray, p_star: np.ndarray, firsts: list[np.ndarray], seeds: list[int]) -> dict[str, Any]:
+def held_out_block(p: np.ndarray, p_star: np.ndarray, firsts: list[np.ndarray], seeds: list[int]) -> HeldOutMap:
     """One primitive's raw, in-sample and held-out mean OVL through the isotonic map (`firsts`: the first half of
     each split seeded `seeds`, over these renderings)."""
-    out: dict[str, Any] = {"n": int(p.size), "method": METHOD, "splits": len(seeds), "seeds": [seeds[0], seeds[-1]]}
-    out.update(scored=0, raw=None, in_sample=None, held_out=None, gain=None)
+    out: HeldOutMap = {"n": int(p.size), "method": METHOD, "splits": len(seeds), "seeds": [seeds[0], seeds[-1]]}
+    out.update({"scored": 0, "raw": None, "in_sample": None, "held_out": None, "gain": None})
     if p.size == 0:
         return with_reasons(out, ["not enough data: no answers"])
     held, scored = summary(held_out_answers(p, p_star, firsts), p_star)
-    everywhere = fit_map(p, p_star)
+    raw = float(ovl(p, p_star).mean())
     out.update(
-        scored=scored,
-        raw=float(ovl(p, p_star).mean()),
-        in_sample=float(ovl(everywhere(p), p_star).mean()),
-        held_out=held,
+        {"scored": scored, "raw": raw, "in_sample": float(ovl(fit_map(p, p_star)(p), p_star).mean()), "held_out": held}
     )
     if held is None:
         return with_reasons(out, ["not enough data: every split left a half without renderings to fit on"])
-    out["gain"] = held["mean"] - out["raw"]
+    out["gain"] = held["mean"] - raw
     return out
 
 
-def _inverse_block(data: LatentData, firsts: list[np.ndarray]) -> dict[str, Any]:
-    out: dict[str, Any] = {"n": data.n, "method": INVERSE, "scored": 0, "raw": None, "held_out": None, "gain": None}
+def _inverse_block(data: LatentData, firsts: list[np.ndarray]) -> HeldOutMap:
+    out: HeldOutMap = {"n": data.n, "method": INVERSE, "scored": 0, "raw": None, "held_out": None, "gain": None}
     if data.fit is None:
         return with_reasons(out, [data.reason or "the latent model could not be fitted"])
     held, scored = summary(held_out_inverse(data, firsts), data.p_star)
-    out.update(scored=scored, raw=float(ovl(data.choice, data.p_star).mean()), held_out=held)
+    raw = float(ovl(data.choice, data.p_star).mean())
+    out.update({"scored": scored, "raw": raw, "held_out": held})
     if held is None:
         return with_reasons(out, ["not enough data: every split left a half too small to fit the latent model on"])
-    out["gain"] = held["mean"] - out["raw"]
+    out["gain"] = held["mean"] - raw
     return out

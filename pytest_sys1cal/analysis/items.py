@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from ..document import Counts, Item, Measured, Sample
 from ..vocabulary import SCORE_LEVELS
 
 # z_j = j/9: the value of Score level j on the probability scale.
@@ -42,7 +42,7 @@ class ItemTable:
     score_q: np.ndarray  # (n, 10) repeat-mean Score distribution, renormalised
     mu_score: np.ndarray  # Σ q_j z_j
     repeats: np.ndarray
-    samples: list[list[dict[str, Any]]]
+    samples: list[list[Sample]]
     failed: list[tuple[str, str]]  # (instance_id, error) of renderings with no usable answer
 
     @property
@@ -60,7 +60,7 @@ class ItemTable:
         plain, swapped = self.p_choice, self.p_choice_swapped
         return np.where(np.isnan(plain), swapped, np.where(np.isnan(swapped), plain, (plain + swapped) / 2))
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> Counts:
         return {
             "renderings": self.n + len(self.failed),
             "measured": self.n,
@@ -68,7 +68,7 @@ class ItemTable:
             "latent_problems": len(set(self.latent_instance_id)),
         }
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[Item]:
         """One JSON row per measured rendering (the report's ``items``).
 
         Columns are converted to Python numbers once each (tolist: the same floats as float() per element),
@@ -120,13 +120,29 @@ def _json_floats(values: np.ndarray) -> list[float | None]:
     return [None if value != value else value for value in values.tolist()]  # NaN is the one float ≠ itself
 
 
-def _mean_of(samples: Sequence[Mapping[str, Any]], key: str) -> float:
+def _mean_of(samples: Sequence[Sample], key: str) -> float:
     values = [s[key] for s in samples if s.get(key) is not None]
     # fsum rather than np.mean: exact, and np.mean's overhead dominates on a handful of repeats.
     return math.fsum(values) / len(values) if values else float("nan")
 
 
-def aggregate_items(items: Sequence[Mapping[str, Any]]) -> ItemTable:
+def remeasured(items: Sequence[Item]) -> list[Measured]:
+    """A saved report's items as the analysis takes them, to analyse them again (an item without samples is
+    a failed rendering, as in a run)."""
+    return [
+        {
+            "instance_id": item["instance_id"],
+            "latent_instance_id": item["latent_instance_id"],
+            "family": item["family"],
+            "representation": item["representation"],
+            "p_star": item["p_star"],
+            "samples": item.get("samples") or [],
+        }
+        for item in items
+    ]
+
+
+def aggregate_items(items: Sequence[Measured]) -> ItemTable:
     ok = sorted(
         (item for item in items if not item.get("error") and item.get("samples")),
         key=lambda item: item["instance_id"],
@@ -154,7 +170,7 @@ def aggregate_items(items: Sequence[Mapping[str, Any]]) -> ItemTable:
     )
 
 
-def _mean_score_distributions(items: Sequence[Mapping[str, Any]]) -> np.ndarray:
+def _mean_score_distributions(items: Sequence[Measured]) -> np.ndarray:
     """(n, 10) repeat-mean Score distribution per item, renormalised; NaN rows where Score was not asked.
 
     All answers go into one array and are summed per item in order, so this equals a per-item np.mean

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from ..document import ANSWER_COLUMNS
+from ..document import ANSWER_COLUMNS, AnswerColumn, Item, ReportDocument
 from ..errors import InputError
 from .items import LEVEL_VALUES, score_expectation
 from .primitives import ovl
@@ -66,7 +66,7 @@ class Paired:
     only_in_baseline: int
 
 
-def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
+def pair_reports(new: ReportDocument, baseline: ReportDocument) -> Paired:
     """Match the items of two reports on instance_id. Raises PairingError when they cannot be compared."""
     new_items = _items_by_id(new, "the new report")
     base_items = _items_by_id(baseline, "the baseline report")
@@ -112,11 +112,11 @@ def pair_reports(new: Mapping[str, Any], baseline: Mapping[str, Any]) -> Paired:
     )
 
 
-def _items_by_id(report: Mapping[str, Any], what: str) -> dict[str, Mapping[str, Any]]:
+def _items_by_id(report: ReportDocument, what: str) -> dict[str, Item]:
     items = report.get("items") if isinstance(report, Mapping) else None
     if not isinstance(items, list):
         raise PairingError(f"{what} has no items[] (not a sys1cal report, or one written without items)")
-    out: dict[str, Mapping[str, Any]] = {}
+    out: dict[str, Item] = {}
     for item in items:
         if not isinstance(item, Mapping) or "instance_id" not in item or "p_star" not in item:
             raise PairingError(f"{what} has an item without instance_id or p_star")
@@ -126,7 +126,7 @@ def _items_by_id(report: Mapping[str, Any], what: str) -> dict[str, Mapping[str,
     return out
 
 
-def _repeat_count(report: Mapping[str, Any], items: list[Mapping[str, Any]], what: str) -> int:
+def _repeat_count(report: ReportDocument, items: list[Item], what: str) -> int:
     counts = {int(item["repeats"]) for item in items if item.get("repeats") is not None}
     if len(counts) > 1:
         raise PairingError(
@@ -135,23 +135,24 @@ def _repeat_count(report: Mapping[str, Any], items: list[Mapping[str, Any]], wha
         )
     if counts:
         return counts.pop()
-    if isinstance(report.get("repeats"), int):
-        return int(report["repeats"])
+    repeats = report.get("repeats")
+    if isinstance(repeats, int):
+        return repeats
     raise PairingError(f"{what} does not say how many repeats each rendering has")
 
 
-def _per_answer(report: Mapping[str, Any]) -> int:
+def _per_answer(report: ReportDocument) -> int:
     """Model repeats averaged into each of a report's samples (10 for cassettes rebuilt from published means)."""
     value = report.get("repeats_per_answer")
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
-def column(items: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
-    """One key of every item as floats, NaN where null or absent (a primitive not asked)."""
-    return np.asarray([np.nan if item.get(key) is None else float(item[key]) for item in items])
+def column(items: Sequence[Item], key: AnswerColumn | Literal["p_choice_swapped"]) -> np.ndarray:
+    """One answer column of every item as floats, NaN where null or absent (a primitive not asked)."""
+    return np.asarray([np.nan if (value := item.get(key)) is None else float(value) for item in items])
 
 
-def per_repeat(items: list[Mapping[str, Any]], repeats: int) -> dict[str, np.ndarray | None]:
+def per_repeat(items: Sequence[Item], repeats: int) -> dict[str, np.ndarray | None]:
     """Per primitive: (n, r) per-repeat probabilities (Score: μ of each repeat's distribution), NaN where
     missing; None when no item carries that primitive's samples or there is a single repeat (then the
     repeat noise cannot be estimated). One pass over the samples for all primitives."""
@@ -214,7 +215,13 @@ def per_repeat_ovl(per_repeat_p: np.ndarray | None, p_star: np.ndarray) -> np.nd
     return None if per_repeat_p is None else ovl(per_repeat_p, p_star[:, None])
 
 
-def rendering_ovl(items: Sequence[Mapping[str, Any]], primitive: str) -> np.ndarray:
+def rendering_ovl(items: Sequence[Item], primitive: str) -> np.ndarray:
     """OVL_i = 1 − |p̄_i − p*_i| of each rendering of a saved report (p̄_i its repeat mean, as in Table 1); NaN
     where the primitive was not asked."""
-    return ovl(column(items, ANSWER_COLUMNS[primitive]), column(items, "p_star"))
+    return ovl(column(items, ANSWER_COLUMNS[primitive]), p_stars(items))
+
+
+def p_stars(items: Sequence[Item]) -> np.ndarray:
+    """Every item's p* as floats (NaN where null: read_report refuses such a report, a mapping built in memory may
+    hold one)."""
+    return np.asarray([np.nan if item.get("p_star") is None else float(item["p_star"]) for item in items])

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
+from ..document import OvlSummary, PrimitiveRow
 from .items import ItemTable
+
+Block = TypeVar("Block")
 
 
 def primitive_probabilities(table: ItemTable) -> dict[str, np.ndarray]:
@@ -16,10 +19,10 @@ def primitive_probabilities(table: ItemTable) -> dict[str, np.ndarray]:
 
 
 def per_primitive(
-    probs: dict[str, np.ndarray], compute: Callable[..., dict[str, Any]], *columns: np.ndarray
-) -> dict[str, Any]:
+    probs: dict[str, np.ndarray], compute: Callable[..., Block], *columns: np.ndarray
+) -> dict[str, Block]:
     """compute(p, *columns) for each primitive, on the renderings where it was asked (p not NaN)."""
-    out: dict[str, Any] = {}
+    out: dict[str, Block] = {}
     for name, p in probs.items():
         asked = ~np.isnan(p)
         out[name] = compute(p[asked], *(column[asked] for column in columns))
@@ -31,18 +34,18 @@ def ovl(p: np.ndarray, p_star: np.ndarray) -> np.ndarray:
     return 1 - np.abs(p - p_star)
 
 
-def ovl_summary(distance: np.ndarray) -> dict[str, float | None]:
+def ovl_summary(distance: np.ndarray) -> OvlSummary:
     """Mean and median OVL = 1 − distance to p* (None when there are no items)."""
     if distance.size == 0:
         return {"mean_ovl": None, "median_ovl": None}
     return {"mean_ovl": float(1 - distance.mean()), "median_ovl": float(np.median(1 - distance))}
 
 
-def distance_to_truth(p: np.ndarray, p_star: np.ndarray) -> dict[str, Any]:
+def distance_to_truth(p: np.ndarray, p_star: np.ndarray) -> PrimitiveRow:
     """Mean TV, mean OVL and median OVL of one primitive."""
     tv = np.abs(p - p_star)
     return {"n": int(p.size), "mean_tv": float(tv.mean()) if tv.size else None, **ovl_summary(tv)}
 
 
-def primitive_table(table: ItemTable) -> dict[str, Any]:
+def primitive_table(table: ItemTable) -> dict[str, PrimitiveRow]:
     return per_primitive(primitive_probabilities(table), distance_to_truth, table.p_star)

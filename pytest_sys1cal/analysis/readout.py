@@ -6,45 +6,48 @@ Gold class: True when p* ≥ 0.5 (the dataset's gold_argmax sends ties to the le
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from ..document_decisions import Readout
 from .stats import with_reasons
 
 # Margins are logits of P(True), clipped so that answers of exactly 0 or 1 stay finite.
 CLIP = 1e-12
 
 
-def readout(p: np.ndarray, p_star: np.ndarray) -> dict[str, Any]:
+def readout(p: np.ndarray, p_star: np.ndarray) -> Readout:
     """offset = (m₊ + m₋)/2 and sep = (m₊ − m₋)/2 of the mean logit margins m± on gold-True/-False items.
     |offset| > |sep| puts both class means on one side of 0, so argmax collapses one class's recall."""
     positive = p_star >= 0.5
     predicted = p >= 0.5
     n_true, n_false = int(positive.sum()), int((~positive).sum())
-    out: dict[str, Any] = {
+    recall_true = float(predicted[positive].mean()) if n_true else None
+    recall_false = float((~predicted[~positive]).mean()) if n_false else None
+    out: Readout = {
         "n_true": n_true,
         "n_false": n_false,
-        "recall_true": float(predicted[positive].mean()) if n_true else None,
-        "recall_false": float((~predicted[~positive]).mean()) if n_false else None,
+        "recall_true": recall_true,
+        "recall_false": recall_false,
         "balanced_accuracy": None,
         "auc": None,
         "offset": None,
         "sep": None,
         "collapsed": None,
     }
-    if not (n_true and n_false):
+    if recall_true is None or recall_false is None:
         missing = "True" if not n_true else "False"
         return with_reasons(out, [f"not enough data: no item whose gold answer is {missing}"])
     margin = logit(p)
     m_pos, m_neg = float(margin[positive].mean()), float(margin[~positive].mean())
     offset, sep = (m_pos + m_neg) / 2, (m_pos - m_neg) / 2
     out.update(
-        balanced_accuracy=(out["recall_true"] + out["recall_false"]) / 2,
-        auc=roc_auc(p, positive),
-        offset=offset,
-        sep=sep,
-        collapsed=bool(abs(offset) > abs(sep)),  # m₊·m₋ > 0: both class means on one side of 0
+        {
+            "balanced_accuracy": (recall_true + recall_false) / 2,
+            "auc": roc_auc(p, positive),
+            "offset": offset,
+            "sep": sep,
+            "collapsed": bool(abs(offset) > abs(sep)),  # m₊·m₋ > 0: both class means on one side of 0
+        }
     )
     return out
 

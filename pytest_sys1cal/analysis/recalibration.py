@@ -14,11 +14,10 @@ gives the mean, SD, min and max over all the splits.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..defaults import RECALIBRATION_SPLITS
+from ..document_decisions import BinaryScores, HeldOut, Recalibrated, RecalibratedReadout, Spread
 from .readout import logit, roc_auc
 from .stats import with_reasons
 
@@ -97,7 +96,7 @@ def _fit_sorted(margin: np.ndarray, positive: np.ndarray) -> float:
     return float(candidates[best[(best.size - 1) // 2]])
 
 
-def binary_scores(predicted: np.ndarray, positive: np.ndarray) -> dict[str, float]:
+def binary_scores(predicted: np.ndarray, positive: np.ndarray) -> BinaryScores:
     recall_true = float(predicted[positive].mean())
     recall_false = float((~predicted[~positive]).mean())
     return {
@@ -107,7 +106,9 @@ def binary_scores(predicted: np.ndarray, positive: np.ndarray) -> dict[str, floa
     }
 
 
-def _skeleton(p: np.ndarray, positive: np.ndarray, first: np.ndarray, latent_ids: np.ndarray, seed: int):
+def _skeleton(
+    p: np.ndarray, positive: np.ndarray, first: np.ndarray, latent_ids: np.ndarray, seed: int
+) -> Recalibrated:
     halves = (first, ~first)
     return {
         "method": METHOD,
@@ -160,7 +161,7 @@ def _cross_fit(
 
 def recalibrate(
     p: np.ndarray, p_star: np.ndarray, latent_ids: np.ndarray, first: np.ndarray, *, seed: int
-) -> dict[str, Any]:
+) -> Recalibrated:
     """Raw and cross-fitted readout of one primitive's P(True) on the renderings where it was asked.
 
     first: the half of each rendering (split_by_latent over every measured rendering, so all primitives
@@ -177,16 +178,18 @@ def recalibrate(
         return with_reasons(out, reasons)
     thresholds, predicted = _cross_fit(logit(p), positive, first)
     out.update(
-        threshold_logit=thresholds,
-        threshold=[float(1 / (1 + np.exp(-t))) for t in thresholds],
-        raw=binary_scores(p >= 0.5, positive),
-        recalibrated=binary_scores(predicted, positive),
-        auc=roc_auc(p, positive),
+        {
+            "threshold_logit": thresholds,
+            "threshold": [float(1 / (1 + np.exp(-t))) for t in thresholds],
+            "raw": binary_scores(p >= 0.5, positive),
+            "recalibrated": binary_scores(predicted, positive),
+            "auc": roc_auc(p, positive),
+        }
     )
     return out
 
 
-def _spread(values: list[float]) -> dict[str, float | None]:
+def _spread(values: list[float]) -> Spread:
     """Mean, SD (n − 1 in the denominator: the splits are a sample of all possible splits), min and max."""
     array = np.asarray(values, dtype=float)
     return {
@@ -197,7 +200,7 @@ def _spread(values: list[float]) -> dict[str, float | None]:
     }
 
 
-def held_out(p: np.ndarray, p_star: np.ndarray, firsts: list[np.ndarray], seeds: list[int]) -> dict[str, Any]:
+def held_out(p: np.ndarray, p_star: np.ndarray, firsts: list[np.ndarray], seeds: list[int]) -> HeldOut:
     """The cross-fitted scores of every split (firsts[k]: its first half, seeded seeds[k]), summarised;
     seeds: [first, last].
 
@@ -212,9 +215,13 @@ def held_out(p: np.ndarray, p_star: np.ndarray, firsts: list[np.ndarray], seeds:
         for first in firsts
         if not _unfit_halves(positive, first)
     ]
-    out: dict[str, Any] = {"seeds": [seeds[0], seeds[-1]], "scored": len(scores)}
-    out.update({key: _spread([s[key] for s in scores]) if scores else None for key in SCORES})
-    return out
+    return {
+        "seeds": [seeds[0], seeds[-1]],
+        "scored": len(scores),
+        "balanced_accuracy": _spread([s["balanced_accuracy"] for s in scores]) if scores else None,
+        "recall_true": _spread([s["recall_true"] for s in scores]) if scores else None,
+        "recall_false": _spread([s["recall_false"] for s in scores]) if scores else None,
+    }
 
 
 def recalibrated_readouts(
@@ -224,23 +231,25 @@ def recalibrated_readouts(
     *,
     seed: int,
     splits: int = RECALIBRATION_SPLITS,
-) -> dict[str, Any]:
+) -> dict[str, RecalibratedReadout]:
     """recalibrate() per primitive on the run's split (seed), and held_out() over `splits` splits (seeds
     split_seeds(seed, splits)). Each split covers all measured latent problems, shared by every primitive."""
     if splits < 1:
         raise ValueError(f"splits must be at least 1, not {splits}")
     seeds = split_seeds(seed, splits)
     firsts = split_halves(latent_ids, p_star, seeds)
-    out: dict[str, Any] = {}
+    out: dict[str, RecalibratedReadout] = {}
     for name, p in probs.items():
         asked = ~np.isnan(p)
         block = recalibrate(p[asked], p_star[asked], latent_ids[asked], firsts[0][asked], seed=seed)
-        block["splits"] = splits
         # Summarised whenever both gold classes were answered, even if the run's own split could not be
         # fitted: other splits may deal the problems so that both halves can be.
         both_classes = block["n_true"] > 0 and block["n_false"] > 0
-        block["held_out"] = (
-            held_out(p[asked], p_star[asked], [first[asked] for first in firsts], seeds) if both_classes else None
-        )
-        out[name] = block
+        out[name] = {
+            **block,
+            "splits": splits,
+            "held_out": held_out(p[asked], p_star[asked], [first[asked] for first in firsts], seeds)
+            if both_classes
+            else None,
+        }
     return out

@@ -6,16 +6,15 @@ first: is a drop broad, or a few items of one family? Knows nothing of pytest or
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from ..document import ReportDocument
+from ..document_upgrade import RenderingMove
 from .paired import pair_reports
 from .primitives import ovl
 
 
-def rendering_moves(
-    new: Mapping[str, Any], baseline: Mapping[str, Any], primitives: Sequence[str]
-) -> list[dict[str, Any]]:
+def rendering_moves(new: ReportDocument, baseline: ReportDocument, primitives: Sequence[str]) -> list[RenderingMove]:
     """One row per rendering measured in both reports: ``instance_id``, ``family``, ``representation``,
     ``p_star``, and per primitive of `primitives` the ``baseline`` and ``new`` answer (repeat means; Score: μ_S)
     and ``d`` (D_i; null where either report did not ask it); ``worst`` is the lowest D_i of the row and
@@ -26,27 +25,30 @@ def rendering_moves(
     differences = {
         prim: ovl(paired.new[prim], paired.p_star) - ovl(paired.base[prim], paired.p_star) for prim in primitives
     }
-    rows = []
+    rows: list[RenderingMove] = []
     for index, instance_id in enumerate(paired.instance_id):
         item = items[instance_id]
-        row: dict[str, Any] = {
-            "instance_id": instance_id,
-            "family": item.get("family"),
-            "representation": item.get("representation"),
-            "p_star": float(paired.p_star[index]),
-            "baseline": {prim: _number(paired.base[prim][index]) for prim in primitives},
-            "new": {prim: _number(paired.new[prim][index]) for prim in primitives},
-            "d": {prim: _number(differences[prim][index]) for prim in primitives},
-        }
-        compared = [(value, prim) for prim, value in row["d"].items() if value is not None]
-        worst = min(compared, default=(None, None), key=lambda pair: pair[0])
-        row["worst"], row["worst_primitive"] = worst
-        rows.append(row)
+        d = {prim: _number(differences[prim][index]) for prim in primitives}
+        compared = [(value, prim) for prim, value in d.items() if value is not None]
+        worst, worst_primitive = min(compared, key=lambda pair: pair[0]) if compared else (None, None)
+        rows.append(
+            {
+                "instance_id": instance_id,
+                "family": item.get("family"),
+                "representation": item.get("representation"),
+                "p_star": float(paired.p_star[index]),
+                "baseline": {prim: _number(paired.base[prim][index]) for prim in primitives},
+                "new": {prim: _number(paired.new[prim][index]) for prim in primitives},
+                "d": d,
+                "worst": worst,
+                "worst_primitive": worst_primitive,
+            }
+        )
     rows.sort(key=_order)
     return rows
 
 
-def _order(row: Mapping[str, Any]) -> tuple[bool, float, float, str]:
+def _order(row: RenderingMove) -> tuple[bool, float, float, str]:
     """The lowest D_i first; among equal ones, the larger drop summed over the primitives; then the id."""
     compared = [value for value in row["d"].values() if value is not None]
     return row["worst"] is None, row["worst"] or 0.0, sum(compared), row["instance_id"]

@@ -9,26 +9,29 @@ renderings with two or more repeats of the primitive count: with one, noise and 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 import numpy as np
 
+from ..document import Item
+from ..document_why import RepeatNoise
 from .items import ItemTable
 from .paired import per_repeat
 
 
-def repeat_noise(table: ItemTable) -> dict[str, Any]:
+def repeat_noise(table: ItemTable) -> dict[str, RepeatNoise]:
     """Per primitive: ``brier`` = mean (p̄ − p*)², ``noise`` = mean s²/r, ``bias`` = their difference (the mean
     squared bias, unbiased, so it may dip below 0 by sampling error when the bias is nil), over the ``n``
     renderings with at least 2 repeats, and the median ``repeats`` among them."""
     repeats = int(table.repeats.max()) if table.n else 0
-    values = per_repeat([{"samples": samples} for samples in table.samples], repeats)
+    # per_repeat reads an item's samples and nothing else: the table's own, without building whole items.
+    values = per_repeat(cast(list[Item], [{"samples": samples} for samples in table.samples]), repeats)
     answers = {"noul": table.p_noul, "choice": table.p_choice, "score": table.mu_score}
     return {prim: _split(values[prim], answers[prim], table.p_star) for prim in answers}
 
 
-def _split(values: np.ndarray | None, answers: np.ndarray, p_star: np.ndarray) -> dict[str, Any]:
-    out: dict[str, Any] = {"n": 0, "repeats": None, "brier": None, "noise": None, "bias": None}
+def _split(values: np.ndarray | None, answers: np.ndarray, p_star: np.ndarray) -> RepeatNoise:
+    out: RepeatNoise = {"n": 0, "repeats": None, "brier": None, "noise": None, "bias": None}
     count = np.zeros(p_star.size, dtype=int) if values is None else np.sum(~np.isnan(values), axis=1)
     several = count >= 2
     if not several.any():

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from ..document import SensitivityRow
 from .stats import Clusters
 
 
-def spread(values: np.ndarray, latent_ids: np.ndarray) -> dict[str, Any]:
+def spread(values: np.ndarray, latent_ids: np.ndarray) -> SensitivityRow:
     """Mean pairwise and max |Δ| between the renderings of each latent problem with ≥ 2 of them,
     averaged over those problems."""
     clusters, mean_pairwise, max_gap = per_problem_spread(values, latent_ids)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..defaults import UPGRADE_RESAMPLES
+from ..document import ReportDocument
 from ..errors import InputError
 from ..vocabulary import PRIMITIVES, Verdict
 from .paired import pair_reports
@@ -230,7 +231,7 @@ def run_looks(
 
 
 def paired_from_reports(
-    new: Mapping[str, Any], baseline: Mapping[str, Any], primitives: Iterable[str], seed: int
+    new: ReportDocument, baseline: ReportDocument, primitives: Iterable[str], seed: int
 ) -> tuple[Paired, int, int]:
     """The paired differences of a (possibly partial) recording against its baseline, with the number of
     latent problems recorded and the number in the whole comparison (the baseline's). The recorded problems
@@ -259,8 +260,8 @@ def paired_from_reports(
 
 
 def sequential_compare(
-    new: Mapping[str, Any],
-    baseline: Mapping[str, Any],
+    new: ReportDocument,
+    baseline: ReportDocument,
     *,
     rounds: int = DEFAULT_ROUNDS,
     spending: str = DEFAULT_SPENDING,

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from ..defaults import P_FLOOR
+from ..document import Reasoned
 from ..errors import MeasurementError
 from .student_t import t_ppf, t_sf
 
@@ -157,7 +159,10 @@ def percentile_interval(values: np.ndarray, level: float = 0.95) -> list[float]:
     return [float(low), float(high)]
 
 
-def with_reasons(block: dict, reasons: list[str]) -> dict:
+Block = TypeVar("Block", bound=Reasoned)
+
+
+def with_reasons(block: Block, reasons: list[str]) -> Block:
     """Attach why some values are None, as one short string (absent when everything was computed)."""
     if reasons:
         block["reason"] = "; ".join(dict.fromkeys(reasons))

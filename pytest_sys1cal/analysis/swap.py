@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from ..document_decisions import OptionSwap
 from .items import ItemTable
 from .readout import readout
 from .stats import Clusters, NotEnoughData, floor_p, t_test, with_reasons
@@ -13,7 +12,7 @@ from .stats import Clusters, NotEnoughData, floor_p, t_test, with_reasons
 TEST_NAME = "two-sided t-test on per-latent mean shift"
 
 
-def option_swap_table(table: ItemTable) -> dict[str, Any] | None:
+def option_swap_table(table: ItemTable) -> OptionSwap | None:
     """None when no rendering was asked the swapped Choice (e.g. reconstructed cassettes).
 
     shift = P(True | [False, True]) − P(True | [True, False]): positive when True gains by being shown
@@ -26,7 +25,7 @@ def option_swap_table(table: ItemTable) -> dict[str, Any] | None:
     if np.isnan(swapped).all():
         return None
     both = ~np.isnan(plain) & ~np.isnan(swapped)
-    out: dict[str, Any] = {
+    out: OptionSwap = {
         "n": int(both.sum()),
         "mean_shift": None,
         "first_position_rate": None,
@@ -42,15 +41,17 @@ def option_swap_table(table: ItemTable) -> dict[str, Any] | None:
     c, s = plain[both], swapped[both]
     shift = c - s
     out.update(
-        mean_shift=float(shift.mean()),
-        first_position_rate=float(first_position_share(c, s).mean()),
-        swap_consistency=float(np.mean((c >= 0.5) == (s >= 0.5))),
+        {
+            "mean_shift": float(shift.mean()),
+            "first_position_rate": float(first_position_share(c, s).mean()),
+            "swap_consistency": float(np.mean((c >= 0.5) == (s >= 0.5))),
+        }
     )
     try:
         test = t_test(Clusters.of(table.latent_ids[both]).means(shift), "two-sided")
     except NotEnoughData as exc:
         return with_reasons(out, reasons + [str(exc)])
-    out.update(statistic=test.statistic, p_value=floor_p(test.p_value))
+    out.update({"statistic": test.statistic, "p_value": floor_p(test.p_value)})
     return with_reasons(out, reasons)
 
 

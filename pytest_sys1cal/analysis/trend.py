@@ -3,14 +3,15 @@ across versions plots (docs/trend.md). Pure numpy on a report's items, seeded; o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from ..defaults import UPGRADE_RESAMPLES
+from ..document import Item
+from ..document_commands import MeanOvl
 from ..vocabulary import PRIMITIVES
-from .paired import COLUMNS
+from .paired import COLUMNS, column, p_stars
 from .primitives import ovl
 from .stats import Clusters
 
@@ -18,8 +19,8 @@ LEVEL = 0.95
 
 
 def mean_ovl_intervals(
-    items: Sequence[Mapping[str, Any]], *, seed: int, resamples: int = UPGRADE_RESAMPLES, level: float = LEVEL
-) -> dict[str, dict[str, Any]]:
+    items: Sequence[Item], *, seed: int, resamples: int = UPGRADE_RESAMPLES, level: float = LEVEL
+) -> dict[str, MeanOvl]:
     """Per primitive: `mean` OVL of the repeat means over the renderings that answered it (Table 1's mean OVL),
     `n`, `latent_problems`, and the `level` percentile interval [`lower`, `upper`] of a bootstrap that draws
     latent problems with replacement (`resamples` draws from ``default_rng(seed)``, shared by the primitives,
@@ -28,22 +29,26 @@ def mean_ovl_intervals(
     single latent problem gets no interval."""
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
-    p_star = np.asarray([float(item["p_star"]) for item in items])
+    p_star = p_stars(items)
     clusters = Clusters.of([str(item["latent_instance_id"]) for item in items])
     counts = clusters.resample_counts(np.random.default_rng(seed), resamples)  # (B, J)
-    out = {}
-    for prim in PRIMITIVES:
-        column = COLUMNS[prim][0]
-        answer = np.asarray([np.nan if item.get(column) is None else float(item[column]) for item in items])
-        out[prim] = _interval(ovl(answer, p_star), clusters, counts, level)
-    return out
+    return {
+        prim: _interval(ovl(column(items, COLUMNS[prim][0]), p_star), clusters, counts, level) for prim in PRIMITIVES
+    }
 
 
-def _interval(values: np.ndarray, clusters: Clusters, counts: np.ndarray, level: float) -> dict[str, Any]:
+def _interval(values: np.ndarray, clusters: Clusters, counts: np.ndarray, level: float) -> MeanOvl:
     asked = ~np.isnan(values)
     problems = int(np.unique(clusters.codes[asked]).size)
-    out: dict[str, Any] = {"n": int(asked.sum()), "latent_problems": problems, "mean": None}
-    out.update(lower=None, upper=None, level=level, resamples=0)
+    out: MeanOvl = {
+        "n": int(asked.sum()),
+        "latent_problems": problems,
+        "mean": None,
+        "lower": None,
+        "upper": None,
+        "level": level,
+        "resamples": 0,
+    }
     if not asked.any():
         return out
     out["mean"] = float(values[asked].mean())
@@ -53,5 +58,7 @@ def _interval(values: np.ndarray, clusters: Clusters, counts: np.ndarray, level:
     sizes = counts @ clusters.sums(asked.astype(float))
     boot = sums[sizes > 0] / sizes[sizes > 0]
     tail = (1 - level) / 2
-    out.update(lower=float(np.quantile(boot, tail)), upper=float(np.quantile(boot, 1 - tail)), resamples=boot.size)
+    out.update(
+        {"lower": float(np.quantile(boot, tail)), "upper": float(np.quantile(boot, 1 - tail)), "resamples": boot.size}
+    )
     return out

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
 from ..defaults import P_FLOOR
+from ..document import LambdaTestBlock, PaperSummary, Uncertainty
 from .latent import BLOCK, LatentData, LatentFit, fit_batch, log_terms, one_step_starts, peak_mass
 from .stats import (
     SIGN_FLIPS,
@@ -61,10 +62,39 @@ NOTES = [
     "two-sided t), not a valid test of λ = 0; use `test`.",
 ]
 
+# The parts of the uncertainty block, each computed by its own function below.
+_Fit = TypedDict(
+    "_Fit",
+    {
+        "alpha": float | None,
+        "beta": float | None,
+        "lambda": float | None,
+        "r2": float | None,
+        "r2_vs_identity": float | None,
+        "u_max": float | None,
+        "u_peak_at": float | None,
+        "share_choice_below_mu": float | None,
+    },
+)
 
-def uncertainty_table(data: LatentData, *, seed: int, bootstrap: int) -> dict[str, Any]:
+
+class _Bootstrap(TypedDict):
+    bootstrap_resamples: int
+    u_max_ci: list[float] | None
+    lambda_ci: list[float] | None
+
+
+class _Paper(TypedDict):
+    lambda_latent_mean: float | None
+    lambda_latent_ci: list[float] | None
+    lambda_latent_t: float | None
+    lambda_latent_p: float | None
+    improvement: PaperSummary | None
+
+
+def uncertainty_table(data: LatentData, *, seed: int, bootstrap: int) -> Uncertainty:
     reasons: list[str] = []
-    out: dict[str, Any] = {
+    out: Uncertainty = {
         "n": data.n,
         "latent_problems": data.clusters.count,
         **_fit_block(data, reasons),
@@ -76,13 +106,21 @@ def uncertainty_table(data: LatentData, *, seed: int, bootstrap: int) -> dict[st
     return with_reasons(out, reasons)
 
 
-def _fit_block(data: LatentData, reasons: list[str]) -> dict[str, Any]:
+def _fit_block(data: LatentData, reasons: list[str]) -> _Fit:
     below = float(np.mean(data.gap < 0)) if data.n else None
     fit = data.fit
     if fit is None:
         reasons.append(data.reason or "no fit")
-        keys = ("alpha", "beta", "lambda", "r2", "r2_vs_identity", "u_max", "u_peak_at")
-        return {**dict.fromkeys(keys), "share_choice_below_mu": below}
+        return {
+            "alpha": None,
+            "beta": None,
+            "lambda": None,
+            "r2": None,
+            "r2_vs_identity": None,
+            "u_max": None,
+            "u_peak_at": None,
+            "share_choice_below_mu": below,
+        }
     sse = float(np.sum((fit.choice(data.mu) - data.choice) ** 2))
     sst = float(np.sum((data.choice - data.choice.mean()) ** 2))
     sse_identity = float(np.sum(data.gap**2))  # the λ = 0 model, Choice = μ_S
@@ -102,9 +140,9 @@ def _fit_block(data: LatentData, reasons: list[str]) -> dict[str, Any]:
     }
 
 
-def _bootstrap_block(data: LatentData, seed: int, bootstrap: int, reasons: list[str]) -> dict[str, Any]:
+def _bootstrap_block(data: LatentData, seed: int, bootstrap: int, reasons: list[str]) -> _Bootstrap:
     """Percentile intervals from refits on latent problems resampled with replacement."""
-    out: dict[str, Any] = {"bootstrap_resamples": bootstrap, "u_max_ci": None, "lambda_ci": None}
+    out: _Bootstrap = {"bootstrap_resamples": bootstrap, "u_max_ci": None, "lambda_ci": None}
     if data.fit is None:
         return out
     if bootstrap <= 0:
@@ -211,36 +249,44 @@ def latent_lambdas(data: LatentData, fit: LatentFit) -> np.ndarray:
     return LAMBDA_GRID[chosen]
 
 
-def _paper_block(data: LatentData, reasons: list[str]) -> dict[str, Any]:
+def _paper_block(data: LatentData, reasons: list[str]) -> _Paper:
     fit = data.fit
     if fit is None or data.clusters.count == 0:
-        keys = ("lambda_latent_mean", "lambda_latent_ci", "lambda_latent_t", "lambda_latent_p", "improvement")
-        return dict.fromkeys(keys)
+        return {
+            "lambda_latent_mean": None,
+            "lambda_latent_ci": None,
+            "lambda_latent_t": None,
+            "lambda_latent_p": None,
+            "improvement": None,
+        }
     lambdas = _paper_summary(latent_lambdas(data, fit), "lambda_latent", reasons)
     # Per latent: how much closer f(μ) is to Choice than μ itself is (mean absolute error).
     gain = data.clusters.means(np.abs(data.mu - data.choice) - np.abs(fit.choice(data.mu) - data.choice))
     return {
-        **{f"lambda_latent_{key}": value for key, value in lambdas.items()},
+        "lambda_latent_mean": lambdas["mean"],
+        "lambda_latent_ci": lambdas["ci"],
+        "lambda_latent_t": lambdas["t"],
+        "lambda_latent_p": lambdas["p"],
         "improvement": _paper_summary(gain, "improvement", reasons),
     }
 
 
-def _paper_summary(x: np.ndarray, label: str, reasons: list[str]) -> dict[str, Any]:
+def _paper_summary(x: np.ndarray, label: str, reasons: list[str]) -> PaperSummary:
     """The paper's summary of per-latent values: mean, mean ± 1.96·se, t and a two-sided p, deliberately
     unfloored so that it reproduces the paper's numbers."""
-    out: dict[str, Any] = {"mean": float(x.mean()), "ci": None, "t": None, "p": None}
+    out: PaperSummary = {"mean": float(x.mean()), "ci": None, "t": None, "p": None}
     try:
         test = t_test(x, "two-sided")
     except NotEnoughData as exc:
         reasons.append(f"{label}: {exc}")
         return out
-    out.update(ci=test.interval(), t=test.statistic, p=test.p_value)
+    out.update({"ci": test.interval(), "t": test.statistic, "p": test.p_value})
     return out
 
 
-def lambda_zero_test(data: LatentData, seed: int) -> dict[str, Any]:
+def lambda_zero_test(data: LatentData, seed: int) -> LambdaTestBlock:
     """The valid test of H0: λ = 0 against λ > 0, with the latent problem as the unit."""
-    out: dict[str, Any] = {
+    out: LambdaTestBlock = {
         "name": "one-sided t-test on per-latent d_j = mean(Choice − μ_S)",
         "statistic": None,
         "df": None,
@@ -263,9 +309,11 @@ def lambda_zero_test(data: LatentData, seed: int) -> dict[str, Any]:
     except NotEnoughData as exc:
         return with_reasons(out, [str(exc)])
     out.update(
-        statistic=test.statistic,
-        df=test.df,
-        p_value=floor_p(test.p_value),
-        effect_ci=t_interval(test),
+        {
+            "statistic": test.statistic,
+            "df": test.df,
+            "p_value": floor_p(test.p_value),
+            "effect_ci": t_interval(test),
+        }
     )
     return out

@@ -10,11 +10,12 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
 
 import numpy as np
 
 from ..defaults import RECALIBRATION_SPLITS, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
+from ..document import ReportDocument
+from ..document_upgrade import Advice, Design, UpgradeMetric, UpgradeResult
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
 from .cells import group_differences, mark_regressed
 from .diagnosis import diagnose
@@ -40,8 +41,8 @@ class Margin:
 
 
 def compare_reports(
-    new: Mapping[str, Any],
-    baseline: Mapping[str, Any],
+    new: ReportDocument,
+    baseline: ReportDocument,
     *,
     margins: Mapping[str, Margin] | None = None,
     alpha: float = 0.05,
@@ -50,7 +51,7 @@ def compare_reports(
     primitives: Iterable[str] = PRIMITIVES,
     splits: int = RECALIBRATION_SPLITS,
     explain: bool = False,
-) -> dict[str, Any]:
+) -> UpgradeResult:
     """Compare mean OVL per primitive, new − baseline, paired by rendering. JSON-able (no NaN).
 
     margins: per primitive (default Margin() for each gated primitive). primitives: the gated metrics;
@@ -68,7 +69,7 @@ def compare_reports(
     clusters = Clusters.of(paired.latent_ids)
     counts = clusters.resample_counts(np.random.default_rng(seed), resamples)  # (B, J), shared by all metrics
 
-    metrics: dict[str, dict[str, Any]] = {}
+    metrics: dict[str, UpgradeMetric] = {}
     boots: dict[str, np.ndarray] = {}
     for prim in gated:
         metrics[prim], boot = _measure(paired, prim, clusters, counts, margins[prim])
@@ -101,7 +102,7 @@ def compare_reports(
 
 
 def _decide_with_holm(
-    metrics: dict[str, dict[str, Any]],
+    metrics: dict[str, UpgradeMetric],
     boots: dict[str, np.ndarray],
     margins: Mapping[str, Margin],
     paired: Paired,
@@ -109,8 +110,8 @@ def _decide_with_holm(
 ) -> None:
     """Verdicts of the measured primitives, with Holm's levels in each family (shown worse, shown non-inferior)."""
     measured = list(boots)
-    pass_reject, pass_level, pass_adj = holm([metrics[p]["p_noninferior"] for p in measured], alpha)
-    fail_reject, fail_level, fail_adj = holm([metrics[p]["p_worse"] for p in measured], alpha)
+    pass_reject, pass_level, pass_adj = holm([_measured(metrics[p])[0] for p in measured], alpha)
+    fail_reject, fail_level, fail_adj = holm([_measured(metrics[p])[1] for p in measured], alpha)
     for k, prim in enumerate(measured):
         _decide(
             metrics[prim],
@@ -129,10 +130,10 @@ def _decide_with_holm(
 
 def _measure(
     paired: Paired, prim: str, clusters: Clusters, counts: np.ndarray, margin: Margin
-) -> tuple[dict[str, Any], np.ndarray | None]:
+) -> tuple[UpgradeMetric, np.ndarray | None]:
     new, base = paired.new[prim], paired.base[prim]
     both = ~np.isnan(new) & ~np.isnan(base)
-    out: dict[str, Any] = {
+    out: UpgradeMetric = {
         "metric": f"{prim}.mean_ovl",
         "label": f"{LABELS[prim]} mean OVL",
         "n": int(both.sum()),
@@ -161,28 +162,42 @@ def _measure(
     with np.errstate(invalid="ignore", divide="ignore"):
         boot = np.where(denominator > 0, numerator / denominator, np.nan)
     boot = boot[~np.isnan(boot)]
-    diff = float(d[both].mean())
     out.update(
-        baseline=float(ovl_base[both].mean()),
-        new=float(ovl_new[both].mean()),
-        difference=diff,
-        se=float(boot.std(ddof=1)),
-        sd_d=float(d[both].std(ddof=1)) if both.sum() > 1 else 0.0,
-        # Bootstrap p-values of the two one-sided tests: H0 Δ ≤ −δ (for PASS) and H0 Δ ≥ −δ₀ (for FAIL).
-        p_noninferior=float((1 + np.sum(boot <= -margin.drop)) / (boot.size + 1)),
-        p_worse=float((1 + np.sum(boot >= -margin.fail_drop)) / (boot.size + 1)),
-        **{
-            key: group_differences(
-                groups, clusters, counts, d, both, ovl_new, ovl_base, paired.instance_id, margin.fail_drop
-            )
-            for key, groups in (("by_family", paired.family), ("by_representation", paired.representation))
-        },
+        {
+            "baseline": float(ovl_base[both].mean()),
+            "new": float(ovl_new[both].mean()),
+            "difference": float(d[both].mean()),
+            "se": float(boot.std(ddof=1)),
+            "sd_d": float(d[both].std(ddof=1)) if both.sum() > 1 else 0.0,
+            # Bootstrap p-values of the two one-sided tests: H0 Δ ≤ −δ (for PASS) and H0 Δ ≥ −δ₀ (for FAIL).
+            "p_noninferior": float((1 + np.sum(boot <= -margin.drop)) / (boot.size + 1)),
+            "p_worse": float((1 + np.sum(boot >= -margin.fail_drop)) / (boot.size + 1)),
+            "by_family": group_differences(
+                paired.family, clusters, counts, d, both, ovl_new, ovl_base, paired.instance_id, margin.fail_drop
+            ),
+            "by_representation": group_differences(
+                paired.representation,
+                clusters,
+                counts,
+                d,
+                both,
+                ovl_new,
+                ovl_base,
+                paired.instance_id,
+                margin.fail_drop,
+            ),
+        }
     )
     return out, boot
 
 
+def _measured(metric: UpgradeMetric) -> tuple[float, float]:
+    """A measured metric's two bootstrap p-values (for PASS, for FAIL); only measured metrics are decided."""
+    return metric["p_noninferior"], metric["p_worse"]
+
+
 def _decide(
-    out: dict[str, Any],
+    out: UpgradeMetric,
     boot: np.ndarray,
     margin: Margin,
     paired: Paired,
@@ -199,50 +214,53 @@ def _decide(
     upper = float(np.quantile(boot, 1 - fail_level))
     verdict = Verdict.FAILED if shown_worse else Verdict.PASSED if shown_noninferior else Verdict.INCONCLUSIVE
     out.update(
-        lower=lower,
-        lower_level=1 - pass_level,
-        upper=upper,
-        upper_level=1 - fail_level,
-        p_noninferior_holm=p_pass_holm,
-        p_worse_holm=p_fail_holm,
-        verdict=verdict,
+        {
+            "lower": lower,
+            "lower_level": 1 - pass_level,
+            "upper": upper,
+            "upper_level": 1 - fail_level,
+            "p_noninferior_holm": p_pass_holm,
+            "p_worse_holm": p_fail_holm,
+            "verdict": verdict,
+        }
     )
-    noise, within_sum = _noise(out, paired, prim)
-    out.update(noise)
+    within_sum = _noise(out, paired, prim)
     out["design"] = design_check(out, margin.drop, pass_level, paired.repeats, within_sum, power=POWER)
     if verdict == Verdict.INCONCLUSIVE:
         out["advice"] = _advice(out, margin, paired.repeats, pass_level, fail_level, within_sum)
 
 
-def _noise(out: dict[str, Any], paired: Paired, prim: str) -> tuple[dict[str, Any], float | None]:
-    """σ_w (per-repeat SD of per-item OVL, the statistics doc's definition, pooled over both recordings),
-    the part of Var(D) it explains, σ_Δ (SD of the true per-item change) and the design effect of
-    clustering by latent problem. (The SD of the answers themselves would overstate the noise in OVL,
-    which folds the answer at p*: up to 2.8× in variance for a model centred on p*.)"""
+def _noise(out: UpgradeMetric, paired: Paired, prim: str) -> float | None:
+    """Set σ_w (per-repeat SD of per-item OVL, the statistics doc's definition, pooled over both recordings),
+    σ_Δ (SD of the true per-item change) and the design effect of clustering by latent problem; return the sum
+    of both recordings' within-rendering variances (None when unknown), the repeat noise's part of Var(D) times
+    the repeats. (The SD of the answers themselves would overstate the noise in OVL, which folds the answer at
+    p*: up to 2.8× in variance for a model centred on p*.)"""
     rows = ~np.isnan(paired.new[prim]) & ~np.isnan(paired.base[prim])
     w_new = within_variance(per_repeat_ovl(paired.new_repeats[prim], paired.p_star), rows)
     w_base = within_variance(per_repeat_ovl(paired.base_repeats[prim], paired.p_star), rows)
     var_d = out["sd_d"] ** 2
     n = out["n"]
-    deff = n * out["se"] ** 2 / var_d if var_d > 0 else None
-    result: dict[str, Any] = {"design_effect": deff, "sigma_w": None, "sigma_delta": None}
+    out.update(
+        {"design_effect": n * out["se"] ** 2 / var_d if var_d > 0 else None, "sigma_w": None, "sigma_delta": None}
+    )
     if w_new is None or w_base is None:
-        return result, None
+        return None
     noise = (w_new + w_base) / paired.repeats  # ≈ 2σ_w²/r: what repeat noise adds to Var(D)
-    result.update(sigma_w=math.sqrt((w_new + w_base) / 2), sigma_delta=math.sqrt(max(var_d - noise, 0.0)))
-    return result, w_new + w_base
+    out.update({"sigma_w": math.sqrt((w_new + w_base) / 2), "sigma_delta": math.sqrt(max(var_d - noise, 0.0))})
+    return w_new + w_base
 
 
 def _advice(
-    out: dict[str, Any], margin: Margin, repeats: int, pass_level: float, fail_level: float, within_sum: float | None
-) -> dict[str, Any]:
+    out: UpgradeMetric, margin: Margin, repeats: int, pass_level: float, fail_level: float, within_sum: float | None
+) -> Advice:
     """How much more data would make this metric decisive, from the paired sample-size formula (docs/statistics.md §6.2)
     evaluated at the observed difference: n = (z_{1−α} + z_{power})² · V / gap², V = n·se² (per-item
     variance of D including the design effect), gap = distance from Δ̂ to the margin it is heading for."""
-    diff, n, se = out["difference"], out["n"], out["se"]
+    diff, n, se = out["difference"] or 0.0, out["n"], out["se"]  # a decided metric has its difference
     gaps = {Verdict.PASSED: diff + margin.drop, Verdict.FAILED: -margin.fail_drop - diff}
     heading, gap = max(gaps.items(), key=lambda kv: kv[1])
-    advice: dict[str, Any] = {"towards": heading, "renderings": None, "repeats": None, "text": ""}
+    advice: Advice = {"towards": heading, "renderings": None, "repeats": None, "text": ""}
     if gap <= 0 or se == 0:
         advice["text"] = (
             "the observed difference sits on the margin, so no number of renderings or repeats would decide it"
@@ -288,8 +306,8 @@ def _advice(
 
 
 def design_check(
-    metric: Mapping[str, Any], margin: float, level: float, repeats: int, within_sum: float | None, *, power: float
-) -> dict[str, Any]:
+    metric: UpgradeMetric, margin: float, level: float, repeats: int, within_sum: float | None, *, power: float
+) -> Design:
     """The comparison's minimum detectable effect: mde = (z_{1−level} + z_{power})·se, the smallest margin that an
     unchanged model (true Δ = 0) is shown within with probability `power` when its non-inferiority test runs at
     `level` (its Holm level). `enough` is mde ≤ margin; when it is not, an unchanged model is often
@@ -299,7 +317,7 @@ def design_check(
     se, n = float(metric["se"]), int(metric["n"])
     z = _NORMAL.inv_cdf(1 - level) + _NORMAL.inv_cdf(power)
     mde = z * se
-    out: dict[str, Any] = {
+    out: Design = {
         "mde": mde,
         "margin": margin,
         "level": level,

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..document import ReportError, read_report
 from ..errors import EXIT_INPUT
 from ..report.html import INSTALL, HtmlUnavailable, check_available, write_html
+from ..run_report import Report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +33,6 @@ def main(args: argparse.Namespace) -> int:
     except (ReportError, HtmlUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    write_html(args.out, report, baseline)
+    write_html(args.out, Report.read_back(report), baseline)
     print(f"HTML report written to {args.out}")
     return 0

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ..document import ReportDocument, ReportError, read_report
+from ..document_why import HeldOutMap
 from ..errors import EXIT_INPUT, InputError
 from ..files import write_atomic
 from ..vocabulary import LABELS, PRIMITIVES
@@ -83,13 +84,13 @@ def fitted(report: ReportDocument, source: str, primitives: list[str]) -> tuple[
 
     from ..analysis.held_out_maps import held_out_block
     from ..analysis.isotonic import fit_map
-    from ..analysis.items import aggregate_items
+    from ..analysis.items import aggregate_items, remeasured
     from ..analysis.primitives import primitive_probabilities
     from ..analysis.recalibration import split_halves, split_seeds
     from ..defaults import RECALIBRATION_SPLITS
     from ..recalibration_map import dumps_map, map_document
 
-    table = aggregate_items(report["items"])
+    table = aggregate_items(remeasured(report["items"]))
     probs = primitive_probabilities(table)
     blocks = report.get("recalibrated") or {}
     splits = int(next((b.get("splits") or RECALIBRATION_SPLITS for b in blocks.values()), RECALIBRATION_SPLITS))
@@ -112,6 +113,6 @@ def fitted(report: ReportDocument, source: str, primitives: list[str]) -> tuple[
     return dumps_map(map_document(report, maps, Path(source).name)), said
 
 
-def _held(block: dict) -> str:
+def _held(block: HeldOutMap) -> str:
     held = block.get("held_out")
     return "—" if held is None else f"{held['mean']:.3f}"

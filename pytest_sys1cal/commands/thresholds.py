@@ -19,6 +19,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import yaml
 
@@ -144,8 +145,8 @@ def _check_full_run(report: ReportDocument, where: str) -> None:
         )
 
 
-def _report_model(report: ReportDocument, key: str, where: str) -> str:
-    value = (report.get("model") or {}).get(key)
+def _report_model(report: ReportDocument, key: Literal["name", "version"], where: str) -> str:
+    value = report["model"].get(key)
     if not isinstance(value, str) or not value:
         flag = "--model" if key == "name" else "--version"
         raise SectionError(f"{where}: the report names no model {key}; give one with {flag}")
@@ -158,7 +159,7 @@ def _costs(report: ReportDocument) -> dict[str, float]:
 
 
 def _header(report: ReportDocument, where: str, shape: Shape, result: RuleResult) -> list[str]:
-    model, dataset = report.get("model") or {}, report.get("dataset") or {}
+    model, dataset = report["model"], report["dataset"]
     scope = (
         f"{shape.model} {shape.version}: gates for that version, laid over {shape.model}'s section"
         if shape.version is not None

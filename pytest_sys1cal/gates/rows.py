@@ -1,15 +1,17 @@
 """A gate's result (`GateRow`, a dict only in the JSON report) and the one place that decides, from the
-verdicts, whether a run passed."""
+verdicts, whether a run passed and counts what its gates add up to (`GateSummary`, which every renderer reads)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
 
 from ..document import GateJSON
+from ..document_upgrade import UpgradeDetails
 from ..vocabulary import Verdict
+
+UPGRADE = "regression."  # the name prefix of the upgrade gate's rows (thresholds.yaml's section name)
 
 
 @dataclass(frozen=True)
@@ -27,8 +29,18 @@ class GateRow:
     explanation: str
     baseline: float | None = None
     new: float | None = None
-    details: Mapping[str, Any] | None = field(default=None, compare=False)
+    details: UpgradeDetails | None = field(default=None, compare=False)
     tolerated: bool = False
+
+    @property
+    def is_upgrade(self) -> bool:
+        """One of the upgrade gate's rows (the others are thresholds.yaml's absolute gates)."""
+        return self.name.startswith(UPGRADE)
+
+    @property
+    def primitive(self) -> str:
+        """The primitive an upgrade-gate row compares (``regression.noul.mean_ovl`` → ``noul``)."""
+        return self.name.split(".")[1]
 
     def with_verdict(self, verdict: Verdict, explanation: str, *, keep_observed: bool = True) -> GateRow:
         return replace(
@@ -49,11 +61,12 @@ class GateRow:
         }
         if self.details is not None:  # an upgrade-gate row, whose baseline and new may be null
             out["baseline"], out["new"] = self.baseline, self.new
-            out["details"], out["tolerated"] = dict(self.details), self.tolerated
+            out["details"], out["tolerated"] = self.details.copy(), self.tolerated
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> GateRow:
+    def from_json(cls, data: GateJSON) -> GateRow:
+        """A row of a saved report's ``gates[]``, typed once where the report is read back."""
         return cls(
             name=data["name"],
             metric=data.get("metric", ""),
@@ -102,3 +115,49 @@ def passes(gate: GateRow) -> bool | None:
 def is_tolerated(gate: GateRow) -> bool:
     """An inconclusive comparison let pass by ``regression.inconclusive: pass`` (only inconclusive ones can be)."""
     return gate.tolerated and Verdict(gate.verdict) == Verdict.INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class GateSummary:
+    """What a run's gates add up to, counted once (`summarize`) for every renderer and the run's end: the rows in
+    their order, the outcome, and the rows by what they mean for it."""
+
+    rows: tuple[GateRow, ...]
+    outcome: Outcome
+    verdicts: dict[str, int]  # how many rows have each verdict, in the order the verdicts first appear
+    failed: tuple[GateRow, ...]  # FAILED
+    inconclusive: tuple[GateRow, ...]  # inconclusive comparisons that count against the run
+    tolerated: tuple[GateRow, ...]  # inconclusive comparisons let pass by regression.inconclusive: pass
+    not_decided: tuple[GateRow, ...]  # neither passed nor failed: not measured, inconclusive, not applicable
+    not_applicable: tuple[GateRow, ...]  # a threshold gate on a run of part of the dataset
+    absolute: tuple[GateRow, ...]  # thresholds.yaml's gates
+    upgrade: tuple[GateRow, ...]  # the upgrade gate's rows
+
+    @property
+    def failed_absolute(self) -> tuple[GateRow, ...]:
+        return tuple(gate for gate in self.failed if not gate.is_upgrade)
+
+    @property
+    def failed_upgrade(self) -> tuple[GateRow, ...]:
+        return tuple(gate for gate in self.failed if gate.is_upgrade)
+
+
+def summarize(gates: Iterable[GateRow]) -> GateSummary:
+    rows = tuple(gates)
+    verdicts: dict[str, int] = {}
+    for gate in rows:
+        verdicts[gate.verdict] = verdicts.get(gate.verdict, 0) + 1
+    inconclusive = tuple(gate for gate in rows if Verdict(gate.verdict) == Verdict.INCONCLUSIVE)
+    neither = (Verdict.NOT_MEASURED, Verdict.INCONCLUSIVE, Verdict.NOT_APPLICABLE)
+    return GateSummary(
+        rows=rows,
+        outcome=outcome(rows),
+        verdicts=verdicts,
+        failed=tuple(gate for gate in rows if Verdict(gate.verdict) == Verdict.FAILED),
+        inconclusive=tuple(gate for gate in inconclusive if not is_tolerated(gate)),
+        tolerated=tuple(gate for gate in inconclusive if is_tolerated(gate)),
+        not_decided=tuple(gate for gate in rows if Verdict(gate.verdict) in neither),
+        not_applicable=tuple(gate for gate in rows if Verdict(gate.verdict) == Verdict.NOT_APPLICABLE),
+        absolute=tuple(gate for gate in rows if not gate.is_upgrade),
+        upgrade=tuple(gate for gate in rows if gate.is_upgrade),
+    )

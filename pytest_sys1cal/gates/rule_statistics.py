@@ -15,7 +15,6 @@ re-running the analysis. Pure numpy; reads nothing and writes nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from ..analysis.decomposition import resampled
 from ..analysis.items import LEVEL_VALUES, ItemTable
 from ..analysis.sensitivity import per_problem_spread
 from ..analysis.swap import first_position_share
+from ..document import Sample
 from .kinds import Bound, kinds_in
 
 # (gate key, bound, highest valid limit) in thresholds.yaml's order, from the gate kinds themselves; the swap
@@ -161,7 +161,7 @@ def _first(values: np.ndarray | None) -> float:
     return float("nan") if values is None else float(values[0])
 
 
-def _sample_columns(samples: Sequence[Sequence[Mapping[str, Any]]]) -> dict[str, np.ndarray]:
+def _sample_columns(samples: Sequence[Sequence[Sample]]) -> dict[str, np.ndarray]:
     """Each answer's repeats as a (renderings, most repeats) array, NaN-padded, the answers of a rendering
     packed to the left; Score as (renderings, repeats, 10) distributions."""
     width = max((len(s) for s in samples), default=0)

@@ -31,18 +31,19 @@ Pure numpy; reads nothing and writes nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..analysis.items import ItemTable, aggregate_items
+from ..analysis.items import ItemTable, aggregate_items, remeasured
 from ..analysis.latent import ROUNDING
 from ..analysis.primitives import primitive_probabilities
 from ..analysis.stats import Clusters
 from ..analysis.student_t import t_ppf
 from ..defaults import RULE_MIN_RESAMPLES, RULE_RESAMPLES
+from ..document import Item
 from ..vocabulary import PRIMITIVES
 from .rule_statistics import CHOICE_GATES, PRIMITIVE_GATES, REPEAT_RESAMPLES, repeat_spread, statistics
 from .rule_statistics import weighted_median as _weighted_median  # noqa: F401  (the tests check it here)
@@ -99,7 +100,7 @@ class RuleResult:
 
 
 def threshold_rule(
-    items: Sequence[Mapping[str, Any]],
+    items: Sequence[Item],
     *,
     resamples: int = RULE_RESAMPLES,
     seed: int = 0,
@@ -112,7 +113,7 @@ def threshold_rule(
         raise ValueError(f"resamples must be at least {RULE_MIN_RESAMPLES}, got {resamples}")
     if not 0 <= min_slack < 1:
         raise ValueError(f"the minimum slack must be in [0, 1), got {min_slack}")
-    table = aggregate_items(items)
+    table = aggregate_items(remeasured(items))
     clusters = Clusters.of(table.latent_ids)
     if clusters.count < 2:
         raise ValueError(f"{clusters.count} latent problem(s) measured: a bootstrap over problems needs at least 2")

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..defaults import RECALIBRATION_SPLITS
-from ..document import ReportDocument
+from ..document import ModelBlock, ReportDocument
+from ..document_upgrade import UpgradeDetails, UpgradeMetric, UpgradeResult
 from ..errors import InputError
 from ..vocabulary import PRIMITIVES, REPORT_SCHEMA, Verdict
 from .rows import GateRow
@@ -53,7 +54,8 @@ def evaluate_upgrade(
     from ..analysis.upgrade import Margin, compare_reports
 
     config = thresholds.regression if isinstance(thresholds, Thresholds) else thresholds or UpgradeConfig()
-    check_baseline(baseline_report, (report.get("dataset") or {}).get("sha256"), baseline_name)
+    dataset = report.get("dataset")  # None in a report assembled without one: then no baseline matches it
+    check_baseline(baseline_report, dataset.get("sha256") if dataset else None, baseline_name)
     margins = {p: Margin(config.drop[p], config.fail_drop[p]) for p in PRIMITIVES}
     try:
         comparison = compare_reports(
@@ -69,12 +71,12 @@ def evaluate_upgrade(
         )
     except PairingError as exc:
         raise UpgradeError(f"{baseline_name}: {exc}") from None
-    model = report.get("model") or {}
+    model: ModelBlock | None = report.get("model")  # None in a report assembled without one
     return [_upgrade_row(prim, m, comparison, config, model) for prim, m in comparison["metrics"].items()]
 
 
 def _upgrade_row(
-    prim: str, m: Mapping[str, Any], comparison: Mapping[str, Any], config: UpgradeConfig, model: Mapping[str, Any]
+    prim: str, m: UpgradeMetric, comparison: UpgradeResult, config: UpgradeConfig, model: ModelBlock | None
 ) -> GateRow:
     verdict = Verdict(m["verdict"])
     margins = margins_details(config, prim, model)
@@ -82,7 +84,7 @@ def _upgrade_row(
     explanation = _explanation(verdict, m)
     if tolerated:
         explanation += f" Let pass by regression.inconclusive: pass ({inconclusive_setting(margins)})."
-    details = {
+    details: UpgradeDetails = {
         **m,
         "margins": margins,
         "matched": comparison["matched"],
@@ -107,7 +109,7 @@ def _upgrade_row(
     )
 
 
-def _explanation(verdict: Verdict, m: Mapping[str, Any]) -> str:
+def _explanation(verdict: Verdict, m: UpgradeMetric) -> str:
     if verdict == Verdict.NOT_MEASURED:
         return f"{m['label']} was not compared: {m['reason']}."
     head = (

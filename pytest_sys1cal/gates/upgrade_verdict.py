@@ -7,21 +7,12 @@ rendering, the one that dropped most first, with the node id that re-runs it (do
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
 
-from ..document import (
-    AbsoluteGates,
-    BaselineSide,
-    ComparedSide,
-    Comparison,
-    MovedRendering,
-    PrimitiveComparison,
-    ReportDocument,
-)
+from ..document import ReportDocument
+from ..document_upgrade import AbsoluteGates, BaselineSide, ComparedSide, Comparison, PrimitiveComparison
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
-from .rows import GateRow, Outcome, is_tolerated, outcome
+from .rows import GateRow, Outcome, is_tolerated, outcome, summarize
 
-REGRESSION = "regression."  # the name prefix of the upgrade gate's rows
 # The upgrade's verdict from its rows' outcome (gates/rows.py decides it, as for the whole run).
 VERDICTS = {
     Outcome.FAILED: Verdict.FAILED,
@@ -29,11 +20,9 @@ VERDICTS = {
     Outcome.PASSED: Verdict.PASSED,
     Outcome.NONE: Verdict.NOT_MEASURED,
 }
-_KEPT = ("n", "baseline", "new", "difference", "lower", "lower_level", "upper", "upper_level", "why", "reason")
-
-
-def is_upgrade(gate: GateRow) -> bool:
-    return gate.name.startswith(REGRESSION)
+# How the headline groups its primitives by verdict (the others under their verdict's own word).
+PASSED_GROUP = "passed"
+GROUPS: dict[str, str] = {Verdict.FAILED: "shown worse", Verdict.PASSED: PASSED_GROUP}
 
 
 def comparison_block(
@@ -50,9 +39,9 @@ def comparison_block(
     re-runs the rendering (None: not known, e.g. a report assembled outside a pytest run)."""
     from ..analysis.rendering_moves import rendering_moves
 
-    upgrade = [gate for gate in gates if is_upgrade(gate)]
-    primitives = {gate.name.split(".")[1]: _primitive(gate) for gate in upgrade}
-    verdict = VERDICTS[outcome(upgrade)]
+    summary = summarize(gates)
+    primitives = {gate.primitive: _primitive(gate) for gate in summary.upgrade}
+    verdict = VERDICTS[outcome(summary.upgrade)]
     base, new = baseline["model"], report["model"]
     candidate: ComparedSide = {"model": new["name"], "version": new["version"], "source": new.get("source")}
     side: BaselineSide = {
@@ -63,10 +52,8 @@ def comparison_block(
         "location": location,
     }
     compared = [prim for prim in PRIMITIVES if primitives.get(prim, {}).get("difference") is not None]
-    moves: list[Any] = rendering_moves(report, baseline, compared)
-    for row in moves:
-        row["node_id"] = (node_ids or {}).get(row["instance_id"])
-    paired = next((int((gate.details or {}).get("matched", 0)) for gate in upgrade), len(moves))
+    moves = rendering_moves(report, baseline, compared)
+    paired = next((gate.details["matched"] for gate in summary.upgrade if gate.details), len(moves))
     said = decided_by(verdict, primitives)
     block: Comparison = {
         "headline": f"{compared_names(side, candidate)}: {verdict}" + (f" ({said})" if said else ""),
@@ -76,26 +63,45 @@ def comparison_block(
         "candidate": candidate,
         "paired": paired,
         "primitives": primitives,
-        "absolute_gates": absolute_gates([gate for gate in gates if not is_upgrade(gate)]),
-        "renderings": [_ordered(row) for row in moves],
+        "absolute_gates": absolute_gates(summary.absolute),
+        "renderings": [{**row, "node_id": (node_ids or {}).get(row["instance_id"])} for row in moves],
     }
-    cells = next(((gate.details or {}).get("cells") for gate in upgrade if (gate.details or {}).get("cells")), None)
+    cells = next((gate.details["cells"] for gate in summary.upgrade if gate.details and "cells" in gate.details), None)
     if cells:  # how the Δ cells were marked (the same in every row of one comparison)
         block["cells"] = cells
     return block
 
 
 def _primitive(gate: GateRow) -> PrimitiveComparison:
-    details = gate.details or {}
-    out: dict[str, Any] = {"verdict": str(gate.verdict)}
-    out.update({key: details[key] for key in _KEPT if key in details})
-    out.update(margin=details.get("margin"), fail_margin=details.get("fail_margin"), tolerated=is_tolerated(gate))
-    return cast(PrimitiveComparison, out)
-
-
-def _ordered(row: Mapping[str, Any]) -> MovedRendering:
-    keys = ("instance_id", "family", "representation", "p_star", "node_id", "baseline", "new", "d", "worst")
-    return cast(MovedRendering, {**{key: row[key] for key in keys}, "worst_primitive": row["worst_primitive"]})
+    """The reviewer's numbers of one upgrade-gate row, read from its details (every upgrade row has them)."""
+    out: PrimitiveComparison = {"verdict": str(gate.verdict), "tolerated": is_tolerated(gate)}
+    details = gate.details
+    if details is None:
+        return out
+    out.update(
+        {
+            "n": details["n"],
+            "baseline": details["baseline"],
+            "new": details["new"],
+            "difference": details["difference"],
+            "margin": details["margin"],
+            "fail_margin": details["fail_margin"],
+        }
+    )
+    if "lower" in details:  # decided: its one-sided bounds at their Holm levels
+        out.update(
+            {
+                "lower": details["lower"],
+                "lower_level": details["lower_level"],
+                "upper": details["upper"],
+                "upper_level": details["upper_level"],
+            }
+        )
+    if "why" in details:  # why it moved (docs/statistics.md §8.5)
+        out["why"] = details["why"]
+    if "reason" in details:  # not compared, and why
+        out["reason"] = details["reason"]
+    return out
 
 
 def signed(value: float) -> str:
@@ -103,17 +109,17 @@ def signed(value: float) -> str:
     return f"{value:+.3f}".replace("-", "−")
 
 
-def side_name(side: Mapping[str, Any], other: Mapping[str, Any]) -> str:
+def side_name(side: ComparedSide, other: ComparedSide) -> str:
     """A side's version, with its model when the two sides are of different models."""
     return side["version"] if side["model"] == other["model"] else f"{side['model']} {side['version']}"
 
 
-def compared_names(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> str:
+def compared_names(baseline: ComparedSide, candidate: ComparedSide) -> str:
     """``upgrade <baseline> → <candidate>``: the headline's first part."""
     return f"upgrade {side_name(baseline, candidate)} → {side_name(candidate, baseline)}"
 
 
-def decided_by(verdict: str, primitives: Mapping[str, Any]) -> str:
+def decided_by(verdict: str, primitives: Mapping[str, PrimitiveComparison]) -> str:
     """What decided the verdict, per primitive, each Δ̂ where it counts: "Noul Δ −0.082 shown worse; Choice
     passed" (the headline's part in brackets)."""
     groups: dict[str, list[str]] = {}
@@ -122,28 +128,28 @@ def decided_by(verdict: str, primitives: Mapping[str, Any]) -> str:
         if row["verdict"] == Verdict.INCONCLUSIVE and row.get("tolerated"):
             key = "inconclusive, let pass by regression.inconclusive: pass"
         else:
-            key = {Verdict.FAILED: "shown worse", Verdict.PASSED: "passed"}.get(row["verdict"], row["verdict"])
-        shown = key != "passed" or verdict == Verdict.PASSED
+            key = GROUPS.get(row["verdict"], row["verdict"])
+        shown = key != PASSED_GROUP or verdict == Verdict.PASSED
+        difference = row.get("difference")
         groups.setdefault(key, []).append(
-            f"{label} Δ {signed(row['difference'])}" if shown and row.get("difference") is not None else label
+            f"{label} Δ {signed(difference)}" if shown and difference is not None else label
         )
-    if verdict == Verdict.PASSED and "passed" in groups:
-        groups["shown within the margin"] = groups.pop("passed")
-    order = ["shown worse", "inconclusive", "shown within the margin", "passed"]
+    if verdict == Verdict.PASSED and PASSED_GROUP in groups:
+        groups["shown within the margin"] = groups.pop(PASSED_GROUP)
+    order = ["shown worse", "inconclusive", "shown within the margin", PASSED_GROUP]
     parts = sorted(groups.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
     return "; ".join(f"{', '.join(names)} {key}" for key, names in parts)
 
 
 def absolute_gates(gates: Sequence[GateRow]) -> AbsoluteGates:
     """The thresholds.yaml gates in one line: ``absolute gates: 10 of 21 FAILED`` (or passed, or their verdicts)."""
-    verdicts: dict[str, int] = {}
-    for gate in gates:
-        verdicts[str(gate.verdict)] = verdicts.get(str(gate.verdict), 0) + 1
+    counted = summarize(gates)
+    verdicts = {str(verdict): count for verdict, count in counted.verdicts.items()}
     total = len(gates)
     if not total:
         said = "none in force"
-    elif Verdict.FAILED in verdicts:
-        said = f"{verdicts[Verdict.FAILED]} of {total} FAILED"
+    elif counted.failed:
+        said = f"{len(counted.failed)} of {total} {Verdict.FAILED}"
     else:
         said = ", ".join(f"{count} of {total} {verdict}" for verdict, count in verdicts.items())
-    return {"total": total, "verdicts": verdicts, "outcome": str(outcome(gates)), "line": f"absolute gates: {said}"}
+    return {"total": total, "verdicts": verdicts, "outcome": str(counted.outcome), "line": f"absolute gates: {said}"}

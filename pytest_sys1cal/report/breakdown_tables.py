@@ -1,17 +1,30 @@
-"""Table 1 by family and by representation, and the upgrade comparison by family, as `Table` data."""
+"""Table 1 by family and by representation, and the upgrade comparison by family and by representation (its cells
+marked where they regressed), as `Table` data."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Literal, TypedDict
 
 from ..document import ReportDocument
+from ..document_upgrade import GroupDifference
+from ..gates.rows import GateRow
+from ..run_report import Report
 from ..vocabulary import LABELS
 from .table import Table, fmt
 
 MOVED_MOST = 3  # cells named in the "moved most" note of the comparison by family
 REGRESSED = "regressed"  # the mark of a cell that is a Benjamini–Hochberg discovery (analysis/cells.py)
-GROUPINGS = {"by_family": "family", "by_representation": "representation"}
+Grouping = Literal["by_family", "by_representation"]
+GROUPINGS: dict[Grouping, str] = {"by_family": "family", "by_representation": "representation"}
+
+
+class Overall(TypedDict):
+    """The whole dataset's Δ̂ as the upgrade gate read it, between its one-sided bounds."""
+
+    n: int
+    difference: float
+    ci: list[float] | None
 
 
 def _breakdown_table(result: ReportDocument, key: Literal["by_family", "by_representation"], what: str) -> Table | None:
@@ -58,72 +71,69 @@ def by_representation_table(result: ReportDocument) -> Table | None:
     return _breakdown_table(result, "by_representation", "representation")
 
 
-def group_deltas(result: ReportDocument, key: str = "by_family") -> dict[str, dict[str, Any]]:
-    """Primitive → group → Δ cell (`key`: ``by_family`` or ``by_representation``), from the upgrade gate rows of a
-    report (empty without a baseline)."""
-    out: dict[str, dict[str, Any]] = {}
-    for gate in result.get("gates") or []:
-        details = gate.get("details") or {}
-        if gate.get("name", "").startswith("regression.") and details.get(key):
-            out[gate["name"].split(".")[1]] = details[key]
-    return out
+def group_deltas(upgrade: Sequence[GateRow], key: Grouping = "by_family") -> dict[str, dict[str, GroupDifference]]:
+    """Primitive → group → Δ cell (`key`: by family or by representation), from the upgrade gate's rows (none
+    without a baseline)."""
+    return {gate.primitive: cells for gate in upgrade if gate.details and (cells := gate.details.get(key))}
 
 
-def family_deltas(result: ReportDocument) -> dict[str, dict[str, Any]]:
-    """Primitive → family → Δ cell, from the upgrade gate rows of a report (empty without a baseline)."""
-    return group_deltas(result, "by_family")
+def family_deltas(upgrade: Sequence[GateRow]) -> dict[str, dict[str, GroupDifference]]:
+    """Primitive → family → Δ cell, from the upgrade gate's rows (none without a baseline)."""
+    return group_deltas(upgrade, "by_family")
 
 
-def overall_deltas(result: ReportDocument) -> dict[str, dict[str, Any]]:
+def overall_deltas(upgrade: Sequence[GateRow]) -> dict[str, Overall]:
     """Primitive → the whole dataset's Δ̂ as the upgrade gate read it: ``n``, ``difference`` and ``ci``, the
     gate's one-sided lower and upper bounds (each at its Holm level): the row the verdicts read."""
-    out: dict[str, dict[str, Any]] = {}
-    for gate in result.get("gates") or []:
-        details = gate.get("details") or {}
-        if gate.get("name", "").startswith("regression.") and details.get("difference") is not None:
-            bounds = [details.get("lower"), details.get("upper")]
-            out[gate["name"].split(".")[1]] = {
-                "n": details.get("n"),
-                "difference": details["difference"],
-                "ci": bounds if None not in bounds else None,
-            }
+    out: dict[str, Overall] = {}
+    for gate in upgrade:
+        details = gate.details
+        if details is not None and (difference := details["difference"]) is not None:
+            lower, upper = details.get("lower"), details.get("upper")
+            bounds = None if lower is None or upper is None else [lower, upper]
+            out[gate.primitive] = {"n": details["n"], "difference": difference, "ci": bounds}
     return out
 
 
-def _delta(cell: Mapping[str, Any] | None) -> str:
+def _delta(cell: GroupDifference | Overall | None) -> str:
     if cell is None:
         return "—"
-    ci = cell.get("ci")
+    ci = cell["ci"]
     interval = "" if ci is None else f" [{ci[0]:+.3f}, {ci[1]:+.3f}]"
-    return f"{cell['difference']:+.3f}{interval}" + (f" {REGRESSED}" if cell.get("regressed") else "")
+    return f"{cell['difference']:+.3f}{interval}"
 
 
-def regressed_cells(result: ReportDocument) -> list[tuple[str, str, str, Mapping[str, Any]]]:
+def _cell(cell: GroupDifference | None) -> str:
+    """A group's Δ with its interval, and its mark where it is a discovery."""
+    return _delta(cell) + (f" {REGRESSED}" if cell is not None and cell.get("regressed", False) else "")
+
+
+def regressed_cells(upgrade: Sequence[GateRow]) -> list[tuple[Grouping, str, str, GroupDifference]]:
     """(grouping, primitive, group, cell) of every cell marked regressed, by family first, then by representation."""
     return [
         (key, prim, name, cell)
         for key in GROUPINGS
-        for prim, cells in group_deltas(result, key).items()
+        for prim, cells in group_deltas(upgrade, key).items()
         for name, cell in cells.items()
         if cell.get("regressed")
     ]
 
 
-def worst_named(result: ReportDocument, cell: Mapping[str, Any]) -> list[str]:
+def worst_named(result: ReportDocument, cell: GroupDifference) -> list[str]:
     """A regressed cell's worst renderings, each by the node id that re-runs it (its instance id without one),
     with its D."""
     comparison = result.get("comparison")
     nodes = {row["instance_id"]: row["node_id"] for row in (comparison["renderings"] if comparison else [])}
-    return [f"{nodes.get(w['instance_id']) or w['instance_id']} (D {w['d']:+.3f})" for w in cell.get("worst") or []]
+    return [f"{nodes.get(w['instance_id']) or w['instance_id']} (D {w['d']:+.3f})" for w in cell.get("worst", [])]
 
 
-def delta_table(result: ReportDocument, key: str = "by_family") -> Table | None:
+def delta_table(report: Report, key: Grouping = "by_family") -> Table | None:
     """Δ mean OVL (new − baseline) per group and compared primitive, with the bootstrap interval and the mark of
-    a cell shown worse than the fail margin (Benjamini–Hochberg, docs/statistics.md §6.5); the notes name
-    the cells that moved most and each regressed cell's worst renderings. The upgrade gate decides on the whole
+    a cell shown worse than the fail margin (Benjamini–Hochberg, docs/statistics.md §6.5); the notes name the
+    cells that moved most and each regressed cell's worst renderings. The upgrade gate decides on the whole
     dataset."""
     what = GROUPINGS[key]
-    deltas = group_deltas(result, key)
+    deltas = group_deltas(report.gates.upgrade, key)
     if not deltas:
         return None
     prims = list(deltas)
@@ -131,8 +141,8 @@ def delta_table(result: ReportDocument, key: str = "by_family") -> Table | None:
     rows = []
     for group in groups:
         n = next(cells[group]["n"] for cells in deltas.values() if group in cells)
-        rows.append([group, str(n)] + [_delta(deltas[p].get(group)) for p in prims])
-    overall = overall_deltas(result)
+        rows.append([group, str(n)] + [_cell(deltas[p].get(group)) for p in prims])
+    overall = overall_deltas(report.gates.upgrade)
     if overall:
         n = next(iter(overall.values()))["n"]
         rows.append(["all (the gate's Δ)", str(n)] + [_delta(overall.get(p)) for p in prims])
@@ -142,12 +152,10 @@ def delta_table(result: ReportDocument, key: str = "by_family") -> Table | None:
     )[:MOVED_MOST]
     level = next(iter(next(iter(deltas.values())).values()))["level"]
     notes = [
-        "Moved most: "
-        + "; ".join(f"{LABELS.get(p, p)} on {group} {_delta(cell)}" for _, p, group, cell in moved)
-        + ".",
+        "Moved most: " + "; ".join(f"{LABELS.get(p, p)} on {group} {_cell(cell)}" for _, p, group, cell in moved) + ".",
         f"Paired renderings of each {what}; {level:.0%} percentile intervals from the upgrade gate's latent-problem "
         "bootstrap, one per cell and not corrected for their number.",
-        *_marks_note(result, key),
+        *_marks_note(report, key),
     ]
     if overall:
         notes.append(
@@ -162,9 +170,9 @@ def delta_table(result: ReportDocument, key: str = "by_family") -> Table | None:
     )
 
 
-def _marks_note(result: ReportDocument, key: str) -> list[str]:
+def _marks_note(report: Report, key: Grouping) -> list[str]:
     """What "regressed" means and, per regressed cell of this grouping, its worst renderings."""
-    comparison = result.get("comparison")
+    comparison = report.data.get("comparison")
     cells = comparison.get("cells") if comparison else None
     if not cells:
         return ["Descriptive: the verdicts above decide."]
@@ -174,16 +182,16 @@ def _marks_note(result: ReportDocument, key: str) -> list[str]:
         f"(by family and by representation; docs/statistics.md §6.5): {cells['regressed']} marked."
     )
     named = [
-        f"{LABELS.get(prim, prim)} on {group}: {', '.join(worst_named(result, cell))}."
-        for grouping, prim, group, cell in regressed_cells(result)
+        f"{LABELS.get(prim, prim)} on {group}: {', '.join(worst_named(report.data, cell))}."
+        for grouping, prim, group, cell in regressed_cells(report.gates.upgrade)
         if grouping == key
     ]
     return [rule, *([f"Worst renderings of each regressed cell: {' '.join(named)}"] if named else [])]
 
 
-def family_delta_table(result: ReportDocument) -> Table | None:
-    return delta_table(result, "by_family")
+def family_delta_table(report: Report) -> Table | None:
+    return delta_table(report, "by_family")
 
 
-def representation_delta_table(result: ReportDocument) -> Table | None:
-    return delta_table(result, "by_representation")
+def representation_delta_table(report: Report) -> Table | None:
+    return delta_table(report, "by_representation")

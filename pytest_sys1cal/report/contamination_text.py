@@ -3,23 +3,22 @@ differences per primitive, a verdict in words per primitive and overall. See doc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from ..document import model_and_version
+from ..document_commands import ContaminationCheck, ContaminationMetric
 from .table import aligned
 
 
-def format_check(result: Mapping[str, Any]) -> str:
+def format_check(result: ContaminationCheck) -> str:
     """The check (`check_contamination`'s result) as text."""
     return "\n".join([*_check_heading(result), "", *_differences(result), "", *_findings(result)])
 
 
-def _check_heading(result: Mapping[str, Any]) -> list[str]:
+def _check_heading(result: ContaminationCheck) -> list[str]:
     """What was compared, how, and the caveats."""
     lines = [f"Contamination check: {model_and_version(result['model'])}, mean OVL on the public set vs a fresh set"]
-    for which in ("public", "fresh"):
-        side = result[which]
+    for which, side in (("public", result["public"]), ("fresh", result["fresh"])):
         families = ", ".join(f"{name} {count}" for name, count in side["families"].items())
         lines.append(
             f"  {which + ':':7} {side['dataset']} (sha256 {str(side['sha256'])[:12]}…), {side['compared_renderings']} of "
@@ -41,7 +40,7 @@ def _check_heading(result: Mapping[str, Any]) -> list[str]:
     return lines + [f"  caveat: {text}" for text in result["caveats"]]
 
 
-def _differences(result: Mapping[str, Any]) -> list[str]:
+def _differences(result: ContaminationCheck) -> list[str]:
     """The table: per primitive, public and fresh mean OVL, raw and reweighted differences with intervals."""
     level = _level_percent(result)
     header = ["primitive", "public", "fresh", "raw diff", f"{level} CI", "fresh reweighted", "reweighted diff"]
@@ -67,7 +66,7 @@ def _differences(result: Mapping[str, Any]) -> list[str]:
     return aligned(header, rows)
 
 
-def _findings(result: Mapping[str, Any]) -> list[str]:
+def _findings(result: ContaminationCheck) -> list[str]:
     """One line per primitive (its difference and what it means), then the overall line."""
     lines = [_finding_line(result, metric) for metric in result["metrics"].values()]
     measured = [metric for metric in result["metrics"].values() if metric["verdict"] is not None]
@@ -85,11 +84,11 @@ def _findings(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _finding_line(result: Mapping[str, Any], metric: Mapping[str, Any]) -> str:
+def _finding_line(result: ContaminationCheck, metric: ContaminationMetric) -> str:
     if metric["verdict"] is None:
         return f"{metric['label']}: not compared: {metric['reason']}"
     reweighted = result["verdict_uses"] == "reweighted"
-    chosen = metric[result["verdict_uses"]]
+    chosen = metric["reweighted"] if reweighted else metric["raw"]
     public = metric["public_shared_strata"] if reweighted else metric["public"]
     fresh = metric["fresh_reweighted"] if reweighted else metric["fresh"]
     how = f" (reweighted to the public {_mix(result['stratify'])} mix)" if reweighted else ""
@@ -101,7 +100,7 @@ def _finding_line(result: Mapping[str, Any], metric: Mapping[str, Any]) -> str:
     )
 
 
-def _level_percent(result: Mapping[str, Any]) -> str:
+def _level_percent(result: ContaminationCheck) -> str:
     return f"{result['level']:.0%}"
 
 

@@ -3,16 +3,14 @@ report redraws the same figures. Pure numpy: no matplotlib here."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..analysis.calibration import BINS, equal_width_bins
 from ..analysis.latent import uncertain_mass
-from ..analysis.paired import column
-from ..document import ANSWER_COLUMNS, ReportDocument
+from ..analysis.paired import column, p_stars
+from ..document import ANSWER_COLUMNS, ReportDocument, Uncertainty
 
 
 @dataclass(frozen=True)
@@ -30,7 +28,7 @@ class Columns:
     def of(cls, report: ReportDocument) -> Columns:
         items = list(report.get("items") or [])
         return cls(
-            p_star=column(items, "p_star"),
+            p_star=p_stars(items),
             answers={prim: column(items, key) for prim, key in ANSWER_COLUMNS.items()},
             choice_swapped=column(items, "p_choice_swapped"),
             latent=np.array([str(item.get("latent_instance_id")) for item in items], dtype=str),
@@ -102,9 +100,9 @@ def latent_ranges(p_star: np.ndarray, answer: np.ndarray, latent: np.ndarray) ->
     return Ranges(p_star=star[multi], low=low[multi], high=high[multi])
 
 
-def latent_curve(uncertainty: Mapping[str, Any], points: int = 401) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def latent_curve(uncertainty: Uncertainty, points: int = 401) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(μ, U(μ), f(μ)) of the fitted latent model on a grid, or None when it was not fitted."""
-    lam, alpha, beta = (uncertainty.get(k) for k in ("lambda", "alpha", "beta"))
+    lam, alpha, beta = uncertainty.get("lambda"), uncertainty.get("alpha"), uncertainty.get("beta")
     if lam is None or alpha is None or beta is None:
         return None
     mu = np.linspace(0.0, 1.0, points)

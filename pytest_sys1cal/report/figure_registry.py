@@ -4,6 +4,7 @@ the ones that have something to show. Imported only for ``--sys1cal-html`` (and 
 from __future__ import annotations
 
 from ..document import ReportDocument
+from ..gates.rows import GateSummary
 from .figures import (
     Inputs,
     Rendered,
@@ -108,6 +109,8 @@ SPECS = [
 ]
 
 
-def render_figures(report: ReportDocument, baseline: ReportDocument | None = None) -> list[Rendered]:
-    """Every figure that has something to show for this report (and baseline), as standalone SVG."""
-    return draw_all(SPECS, Inputs.of(report, baseline))
+def render_figures(
+    report: ReportDocument, gates: GateSummary, baseline: ReportDocument | None = None
+) -> list[Rendered]:
+    """Every figure that has something to show for this report (its gates, a baseline), as standalone SVG."""
+    return draw_all(SPECS, Inputs.of(report, gates, baseline))

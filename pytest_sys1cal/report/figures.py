@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -19,6 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..document import ReportDocument
+from ..gates.rows import GateSummary
 from ..vocabulary import LABELS, PRIMITIVES
 from .figure_data import Columns, latent_curve, latent_ranges, reliability
 
@@ -53,16 +54,17 @@ class Rendered:
 
 @dataclass(frozen=True)
 class Inputs:
-    """What the figures read: the report, its items as columns, and the same for a baseline report."""
+    """What the figures read: the report, its items as columns, its gates, and the same for a baseline report."""
 
     report: ReportDocument
     data: Columns
+    gates: GateSummary
     baseline: ReportDocument | None = None
     base: Columns | None = None
 
     @classmethod
-    def of(cls, report: ReportDocument, baseline: ReportDocument | None = None) -> Inputs:
-        return cls(report, Columns.of(report), baseline, Columns.of(baseline) if baseline else None)
+    def of(cls, report: ReportDocument, gates: GateSummary, baseline: ReportDocument | None = None) -> Inputs:
+        return cls(report, Columns.of(report), gates, baseline, Columns.of(baseline) if baseline else None)
 
     def primitives(self) -> list[str]:
         """The primitives this run answered, in the vocabulary's order."""
@@ -115,9 +117,14 @@ def title(ax: Axes, head: str, *numbers: str) -> None:
     ax.set_title("\n".join([head, *numbers]), fontsize=9, linespacing=1.35)
 
 
-def _stat(report: Mapping[str, Any] | None, block: str, prim: str, key: str) -> float | None:
-    value = ((report or {}).get(block) or {}).get(prim) or {}
-    return value.get(key)
+def _mean_tv(report: ReportDocument | None, prim: str) -> float | None:
+    row = None if report is None else report["primitives"].get(prim)
+    return None if row is None else row["mean_tv"]
+
+
+def _ece(report: ReportDocument | None, prim: str) -> float | None:
+    row = None if report is None else report["calibration"].get(prim)
+    return None if row is None else row["ece"]
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -133,10 +140,10 @@ def transfer(inputs: Inputs) -> Figure | None:
         return None
     figure = new_figure(3.3 * len(prims), 3.6)
     for ax, prim in zip(figure.subplots(1, len(prims), squeeze=False)[0], prims, strict=True):
-        text = f"mean TV {_fmt(_stat(inputs.report, 'primitives', prim, 'mean_tv'))}"
+        text = f"mean TV {_fmt(_mean_tv(inputs.report, prim))}"
         if inputs.base is not None and not np.isnan(inputs.base.answers[prim]).all():
             ax.scatter(*inputs.base.asked(prim), s=8, color=BASELINE, alpha=0.45, linewidths=0, label="baseline")
-            text += f", baseline {_fmt(_stat(inputs.baseline, 'primitives', prim, 'mean_tv'))}"
+            text += f", baseline {_fmt(_mean_tv(inputs.baseline, prim))}"
         ax.scatter(*inputs.data.asked(prim), s=9, color=COLORS[prim], alpha=0.6, linewidths=0, label="this run")
         unit_axes(ax, "exact p*", AXIS_LABEL[prim])
         title(ax, LABELS[prim], text)
@@ -172,10 +179,10 @@ def reliability_diagram(inputs: Inputs) -> Figure | None:
     for k, prim in enumerate(prims):
         ax = figure.add_subplot(grid[0, k])
         bars = figure.add_subplot(grid[1, k], sharex=ax)
-        text = f"ECE {_fmt(_stat(inputs.report, 'calibration', prim, 'ece'))}"
+        text = f"ECE {_fmt(_ece(inputs.report, prim))}"
         if inputs.base is not None and not np.isnan(inputs.base.answers[prim]).all():
             _reliability_series(ax, bars, *inputs.base.asked(prim), BASELINE, "baseline")
-            text += f", baseline {_fmt(_stat(inputs.baseline, 'calibration', prim, 'ece'))}"
+            text += f", baseline {_fmt(_ece(inputs.baseline, prim))}"
         _reliability_series(ax, bars, *inputs.data.asked(prim), COLORS[prim], "this run")
         unit_axes(ax, "", "mean exact p* in the bin")
         ax.set_aspect("auto")
@@ -254,11 +261,12 @@ def sensitivity(inputs: Inputs) -> Figure | None:
         ax.vlines(ranges.p_star, ranges.low, ranges.high, color=COLORS[prim], linewidth=1.4, alpha=0.8)
         ax.scatter(*data.asked(prim), s=5, color=COLORS[prim], alpha=0.5, linewidths=0)
         unit_axes(ax, "exact p* of the latent problem", AXIS_LABEL[prim])
-        spread = (inputs.report.get("representation_sensitivity") or {}).get(prim) or {}
+        spread = inputs.report["representation_sensitivity"].get(prim)
+        pairwise, most = (None, None) if spread is None else (spread["mean_pairwise_tv"], spread["mean_max_tv"])
         title(
             ax,
             LABELS[prim],
-            f"|Δp| mean pairwise {_fmt(spread.get('mean_pairwise_tv'))}, mean max {_fmt(spread.get('mean_max_tv'))}",
+            f"|Δp| mean pairwise {_fmt(pairwise)}, mean max {_fmt(most)}",
             f"{ranges.p_star.size} latent problems with ≥ 2 renderings",
         )
     return figure

@@ -11,6 +11,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..analysis.readout import logit
+from ..document import GroupRow, PrimitiveRow
+from ..document_decisions import Readout
 from ..vocabulary import LABELS
 from .breakdown_tables import family_deltas, overall_deltas
 from .figures import (
@@ -26,7 +28,9 @@ MARKERS = {"noul": "o", "choice": "s", "score": "D"}
 LOGIT_RANGE = 8.0  # nats shown; answers beyond are drawn in the edge bins
 
 
-def _group_panel(ax: Any, groups: Mapping[str, Any], overall: Mapping[str, Any], prims: list[str], what: str) -> None:
+def _group_panel(
+    ax: Any, groups: Mapping[str, GroupRow], overall: Mapping[str, PrimitiveRow], prims: list[str], what: str
+) -> None:
     names = list(groups)[::-1]  # first group on top
     y = np.arange(len(names))
     for k, prim in enumerate(prims):
@@ -36,8 +40,9 @@ def _group_panel(ax: Any, groups: Mapping[str, Any], overall: Mapping[str, Any],
         if shown:
             xs, ys = zip(*shown, strict=True)
             ax.scatter(xs, ys, marker=MARKERS[prim], s=26, color=COLORS[prim], label=LABELS[prim], zorder=3)
-        if overall.get(prim, {}).get("mean_ovl") is not None:
-            ax.axvline(overall[prim]["mean_ovl"], color=COLORS[prim], linestyle=":", linewidth=1.0)
+        row = overall.get(prim)
+        if row is not None and (mean := row["mean_ovl"]) is not None:
+            ax.axvline(mean, color=COLORS[prim], linestyle=":", linewidth=1.0)
     ax.set_yticks(y, [f"{name} (n={groups[name]['renderings']})" for name in names])
     ax.set_ylim(-0.6, len(names) - 0.4)
     ax.grid(axis="y", visible=False)
@@ -112,16 +117,16 @@ def _margin_panel(ax: Any, inputs: Inputs, prim: str) -> None:
     ax.hist(margins[gold], bins=bins, color=COLORS[prim], alpha=0.75, label="gold True (p* ≥ 0.5)")
     ax.hist(margins[~gold], bins=bins, color="#555555", alpha=0.45, label="gold False")
     ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
-    block: Mapping[str, Any] = (inputs.report.get("readout") or {}).get(prim) or {}
-    swap = inputs.report.get("option_swap")
+    block: Readout | None = inputs.report["readout"].get(prim)
+    swap = inputs.report["option_swap"]
     if prim == "choice" and swap:
         block = swap  # the readout of Choice over both orders
-    offset, sep = block.get("offset"), block.get("sep")
+    offset, sep = (None, None) if block is None else (block["offset"], block["sep"])
     numbers = ["margins not computed"]
     if offset is not None and sep is not None:
         for value, style in ((offset + sep, "-"), (offset - sep, "-"), (offset, ":")):
             ax.axvline(float(np.clip(value, -LOGIT_RANGE, LOGIT_RANGE)), color="black", linestyle=style, linewidth=1.1)
-        collapsed = ": collapsed" if block.get("collapsed") else ""
+        collapsed = ": collapsed" if block and block["collapsed"] else ""
         numbers = [f"m₊ {offset + sep:+.2f}, m₋ {offset - sep:+.2f}", f"offset {offset:+.2f}, sep {sep:.2f}{collapsed}"]
     ax.set_xlabel(f"logit {AXIS_LABEL[prim].split(' μ_S')[0]} (nats)")
     ax.set_ylabel("renderings")
@@ -140,10 +145,10 @@ def readout_margins(inputs: Inputs) -> Figure | None:
 
 
 def family_delta(inputs: Inputs) -> Figure | None:
-    deltas = family_deltas(inputs.report)
+    deltas = family_deltas(inputs.gates.upgrade)
     if not deltas:
         return None
-    overall = overall_deltas(inputs.report)
+    overall = overall_deltas(inputs.gates.upgrade)
     # Top to bottom: the whole dataset's Δ (the row the verdicts read), then the families by name.
     rows = ([OVERALL] if overall else []) + sorted({family for cells in deltas.values() for family in cells})
     rows = rows[::-1]
@@ -170,11 +175,7 @@ def family_delta(inputs: Inputs) -> Figure | None:
     if overall:
         ax.axhline(len(rows) - 1.5, color="#999999", linewidth=0.8)
     ax.axvline(0, color="#444444", linewidth=0.8)
-    margins = {
-        limit
-        for g in inputs.report.get("gates") or []
-        if g["name"].startswith("regression.") and (limit := g.get("limit"))
-    }
+    margins = {limit for g in inputs.gates.upgrade if (limit := g.limit)}
     for k, margin in enumerate(sorted(margins)):
         label = "gate margin −δ" if k == 0 else None
         ax.axvline(margin, color="#b2182b", linewidth=0.9, linestyle="--", label=label)

@@ -1,8 +1,8 @@
 """The self-contained HTML report (``--sys1cal-html``): the header, the gates, every table and the figures in
 one file that opens from disk in any browser and requests nothing (docs/html-report.md).
 
-It reads the JSON report alone (and the baseline report when there is one), so a saved report redraws the
-same page. Same report, same bytes: no timestamps, no random ids. matplotlib (the ``html`` extra) is
+It reads the report alone (and the baseline report when there is one), so a saved report, read back
+(run_report.Report.read_back), redraws the same page. Same report, same bytes: no timestamps, no random ids. matplotlib (the ``html`` extra) is
 imported only when a page is rendered; this module imports nothing heavy, so the run can check for it
 at configure time.
 """
@@ -10,15 +10,16 @@ at configure time.
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from ..document import ReportDocument, dumps
+from ..document import ReportDocument, reparsed
 from ..errors import InputError
 from ..escape import html_text as escape  # markup and control characters: data (escape.py)
 from ..files import write_atomic
+from ..gates.rows import Outcome
+from ..run_report import Report
 from ..vocabulary import PRIMITIVES, Verdict
 from .gates import headline
 from .interrupted import interrupted_line, selected
@@ -26,6 +27,13 @@ from .interrupted import interrupted_line, selected
 if TYPE_CHECKING:
     from .table import Table
 
+# The verdict line's CSS class and mark, by the run's outcome.
+VERDICT_LOOK = {
+    Outcome.FAILED: ("failed", "✗ "),
+    Outcome.UNDECIDED: ("undecided", "! "),
+    Outcome.PASSED: ("ok", "✓ "),
+    Outcome.NONE: ("", ""),
+}
 # The class of the banner an interrupted run's page carries (and a complete run's page does not).
 INTERRUPTED_MARK = "verdict failed interrupted"
 INSTALL = "pip install 'pytest-sys1cal[html]'"
@@ -69,7 +77,7 @@ def check_available() -> None:
         raise HtmlUnavailable(f"--sys1cal-html needs matplotlib: {INSTALL}")
 
 
-def write_html(path: Path, report: ReportDocument, baseline: ReportDocument | None = None) -> None:
+def write_html(path: Path, report: Report, baseline: ReportDocument | None = None) -> None:
     write_atomic(path, render_html(report, baseline))
 
 
@@ -82,17 +90,18 @@ def canonical(report: ReportDocument) -> ReportDocument:
             return dict(sorted(pairs, key=lambda pair: PRIMITIVES.index(pair[0])))
         return dict(pairs)
 
-    return cast(ReportDocument, json.loads(dumps(report), object_pairs_hook=ordered))
+    return reparsed(report, object_pairs_hook=ordered)
 
 
-def render_html(report: ReportDocument, baseline: ReportDocument | None = None) -> str:
+def render_html(run: Report, baseline: ReportDocument | None = None) -> str:
     from .figure_registry import UPGRADE_FIGURES, render_figures
     from .html_upgrade import STYLE as UPGRADE_STYLE
     from .paper_tables import build_tables
 
-    report = canonical(report)
+    run = Report(canonical(run.data), run.gates)
+    report = run.data
     baseline = None if baseline is None else canonical(baseline)
-    figures = render_figures(report, baseline)
+    figures = render_figures(report, run.gates, baseline)
     tables = build_tables(report)
     model = report["model"]
     title = f"Sys1Cal calibration: {model['name']} {model['version']}"
@@ -108,10 +117,10 @@ def render_html(report: ReportDocument, baseline: ReportDocument | None = None) 
     return page(
         title,
         [
-            *_header(report, baseline, title),
+            *_header(run, baseline, title),
             "<nav><ul>" + "".join(f'<li><a href="#{key}">{escape(text)}</a></li>' for key, text in nav) + "</ul></nav>",
-            *(_upgrade(report, held) if upgrade else []),
-            *_gates(report, with_comparison=not upgrade),
+            *(_upgrade(run, held) if upgrade else []),
+            *_gates(run, with_comparison=not upgrade),
             '<section id="figures"><h2>Figures</h2>',
             *(figure_html(f) for f in figures),
             *([] if figures else ['<p class="note">No figure: no rendering was measured with an answer.</p>']),
@@ -124,7 +133,7 @@ def render_html(report: ReportDocument, baseline: ReportDocument | None = None) 
     )
 
 
-def _upgrade(report: ReportDocument, figures: list[Any]) -> list[str]:
+def _upgrade(report: Report, figures: list[Any]) -> list[str]:
     """The upgrade comparison, right under the verdict: the Δ table with its bounds and margins, why each primitive
     moved, the triptych, the paired differences and the Δ by family drawn, the Δ by family and by representation
     with the regressed cells linked to their worst renderings, then every paired rendering."""
@@ -133,10 +142,10 @@ def _upgrade(report: ReportDocument, figures: list[Any]) -> list[str]:
     from .html_upgrade import moves_html, regressed_links
     from .why_text import why_table
 
-    comparison = report["comparison"]
+    comparison = report.data["comparison"]
     head = comparison["headline"].split(": ")[0]
     out = [f'<section id="upgrade"><h2>{escape(head[:1].upper() + head[1:])}</h2>']
-    out += [table_html(t) for t in (comparison_table(report), why_table(report)) if t is not None]
+    out += [table_html(t) for t in (comparison_table(report), why_table(report.data)) if t is not None]
     out += [figure_html(f) for f in figures]
     out += [table_html(t) for t in (family_delta_table(report), representation_delta_table(report)) if t is not None]
     out += regressed_links(report)
@@ -171,14 +180,14 @@ def figure_html(figure: Any) -> str:
     )
 
 
-def _header(report: ReportDocument, baseline: ReportDocument | None, title: str) -> list[str]:
+def _header(run: Report, baseline: ReportDocument | None, title: str) -> list[str]:
     from .html_upgrade import banner
     from .upgrade_text import origin_phrase
 
+    report = run.data
     model, dataset, counts = report["model"], report["dataset"], report["counts"]
-    kind, phrase = headline(report)
-    css = {"failed": "failed", "undecided": "undecided", "passed": "ok", "none": ""}[kind]
-    mark = {"failed": "✗ ", "undecided": "! ", "passed": "✓ ", "none": ""}[kind]
+    kind, phrase = headline(run.gates)
+    css, mark = VERDICT_LOOK[kind]
     verdict = f'<p class="verdict {css}">{mark}{escape(phrase)}</p>'
     stopped = interrupted_line(report)
     notices = ""
@@ -209,25 +218,25 @@ def _header(report: ReportDocument, baseline: ReportDocument | None, title: str)
         facts.append(("baseline", f"{base['name']} {base['version']} ({base['source']} cassettes)"))
     facts.append(("written by", str(report.get("generator", ""))))
     rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
-    upgrade = banner(report)  # with a baseline: the upgrade verdict above everything, the gates' line beside it
+    upgrade = banner(run)  # with a baseline: the upgrade verdict above everything, the gates' line beside it
     if upgrade:
         return ["<header>", *upgrade, f"<h1>{escape(title)}</h1>", notices, f'<dl class="facts">{rows}</dl></header>']
     return [f"<header><h1>{escape(title)}</h1>", verdict + notices, f'<dl class="facts">{rows}</dl></header>']
 
 
-def _gates(report: ReportDocument, *, with_comparison: bool = True) -> list[str]:
+def _gates(report: Report, *, with_comparison: bool = True) -> list[str]:
     from .breakdown_tables import family_delta_table
     from .gates import comparison_table, gate_table
 
     out = ['<section id="gates"><h2>Gates</h2>']
-    gates = gate_table(report)
+    gates = gate_table(report.gates)
     if gates is None:
         out.append('<p class="note">No gates configured for this model (see thresholds.yaml).</p>')
     else:
         out.append(table_html(gates))
-    failed = [g for g in report.get("gates") or [] if g.get("verdict") == Verdict.FAILED]
+    failed = report.gates.failed
     if failed:
-        items = "".join(f"<li><b>{escape(g['name'])}</b>: {escape(g.get('explanation') or '')}</li>" for g in failed)
+        items = "".join(f"<li><b>{escape(g.name)}</b>: {escape(g.explanation or '')}</li>" for g in failed)
         out.append(f'<ul class="failed">{items}</ul>')
     if with_comparison:  # else the upgrade section above has them
         out += [table_html(t) for t in (comparison_table(report), family_delta_table(report)) if t is not None]

@@ -5,11 +5,11 @@ report's ``comparison`` block alone, so a saved report redraws them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from html import escape
-from typing import Any
 
-from ..document import Comparison, ReportDocument
+from ..document_upgrade import Comparison, GroupDifference
+from ..gates.rows import Outcome
+from ..run_report import Report
 from ..vocabulary import LABELS
 from .breakdown_tables import GROUPINGS, regressed_cells
 from .upgrade_text import (
@@ -24,7 +24,7 @@ from .upgrade_text import (
 )
 from .why_text import why_lines
 
-MARKS = {"failed": "✗", "undecided": "!", "passed": "✓", "none": "–"}
+MARKS: dict[str, str] = {Outcome.FAILED: "✗", Outcome.UNDECIDED: "!", Outcome.PASSED: "✓", Outcome.NONE: "–"}
 STYLE = """
 .upgrade { margin: 14px 0 6px; padding: 12px 16px; border-radius: 6px; border-left: 10px solid; }
 .upgrade .head { font-size: 1.6em; font-weight: bold; margin: 0; }
@@ -48,20 +48,16 @@ STYLE = """
 """
 
 
-def banner(report: ReportDocument) -> list[str]:
+def banner(report: Report) -> list[str]:
     """The upgrade verdict (what was compared, how it ended, what decided it, where the baseline came from),
     then the absolute gates' line: nothing without a baseline."""
-    comparison = comparison_of(report)
+    comparison = comparison_of(report.data)
     if comparison is None:
         return []
     kind = verdict_kind(comparison["verdict"])
     head = comparison["headline"].split(" (")[0] if comparison["summary"] else comparison["headline"]
     absolute = comparison["absolute_gates"]
-    failed = [
-        g["name"]
-        for g in report.get("gates") or []
-        if g["verdict"] == "FAILED" and not g["name"].startswith("regression.")
-    ]
+    failed = [g.name for g in report.gates.failed_absolute]
     return [
         f'<div class="upgrade {kind}" id="upgrade-verdict"><p class="head">{MARKS[kind]} {escape(sentence(head))}</p>',
         *([f'<p class="why">{escape(comparison["summary"])}</p>'] if comparison["summary"] else []),
@@ -115,19 +111,19 @@ def anchor(instance_id: str) -> str:
     return "r-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in instance_id)
 
 
-def regressed_links(report: ReportDocument) -> list[str]:
+def regressed_links(report: Report) -> list[str]:
     """Each cell marked regressed (docs/statistics.md §6.5), linked to its worst renderings' rows below."""
-    cells = regressed_cells(report)
+    cells = regressed_cells(report.gates.upgrade)
     if not cells:
         return []
-    comparison = report.get("comparison")
+    comparison = report.data.get("comparison")
     nodes = {row["instance_id"]: row["node_id"] for row in (comparison["renderings"] if comparison else [])}
     items = []
     for grouping, prim, group, cell in cells:
         links = ", ".join(
             f'<a href="#{anchor(w["instance_id"])}">{escape(nodes.get(w["instance_id"]) or w["instance_id"])}</a> '
             f"(D {w['d']:+.3f})"
-            for w in cell.get("worst") or []
+            for w in cell.get("worst", [])
         )
         items.append(
             f"<li><b>{escape(LABELS.get(prim, prim))} on {escape(GROUPINGS[grouping])} {escape(group)}</b>: Δ "
@@ -137,6 +133,6 @@ def regressed_links(report: ReportDocument) -> list[str]:
             f"<ul>{''.join(items)}</ul></div>"]  # fmt: skip
 
 
-def _elsewhere(cell: Mapping[str, Any]) -> str:
+def _elsewhere(cell: GroupDifference) -> str:
     rest = cell.get("rest")
     return "" if rest is None else f" (elsewhere {rest:+.3f})"

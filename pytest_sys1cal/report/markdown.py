@@ -8,6 +8,8 @@ from pathlib import Path
 
 from ..document import Comparison, ReportDocument
 from ..escape import code_span, markdown_text
+from ..gates.rows import Outcome
+from ..run_report import Report
 from .breakdown_tables import family_delta_table, representation_delta_table
 from .gates import comparison_table, gate_table, headline
 from .interrupted import interrupted_line, selected
@@ -16,11 +18,11 @@ from .table import Table, markdown
 from .upgrade_text import SUMMARY_TOP, baseline_line, moves_table, sentence, verdict_kind
 from .why_text import why_lines, why_table
 
-ICONS = {"failed": "❌", "undecided": "⚠️", "passed": "✅", "none": "➖"}
+ICONS: dict[str, str] = {Outcome.FAILED: "❌", Outcome.UNDECIDED: "⚠️", Outcome.PASSED: "✅", Outcome.NONE: "➖"}
 
 
 def summary_markdown(
-    result: ReportDocument,
+    report: Report,
     html: Path | None = None,
     environ: Mapping[str, str] | None = None,
     workdir: Path | None = None,
@@ -28,10 +30,11 @@ def summary_markdown(
     """html: the HTML report written by this run, linked as the job's artifact (run URL from GitHub's environ);
     workdir: where the run ran, whose absolute path (and the package's) is left out of every path shown. With
     a baseline the heading is the upgrade verdict, the absolute gates' line under it."""
+    result = report.data
     model, dataset = result["model"], result["dataset"]
     comparison = result.get("comparison")
     md = markdown_text  # every text from the report is data: a server's words, a file's name (escape.py)
-    lines = [*heading(result), ""]
+    lines = [*heading(report), ""]
     lines += [
         f"{md(model['source'])} cassettes, {result['repeats']} repeat(s), dataset {md(dataset['name'])} "
         f"(sha256 `{dataset['sha256'][:12]}`), {measured(result)}.",
@@ -43,10 +46,10 @@ def summary_markdown(
     if html is not None:
         lines += [html_link(html, environ or {}), ""]
     if comparison is not None:  # the upgrade first: its Δ table, the renderings that moved most, by family
-        ordered = [comparison_table(result), why_table(result), coded_ids(moves_table(result, SUMMARY_TOP))]
-        ordered += [family_delta_table(result), representation_delta_table(result), gate_table(result)]
+        ordered = [comparison_table(report), why_table(result), coded_ids(moves_table(result, SUMMARY_TOP))]
+        ordered += [family_delta_table(report), representation_delta_table(report), gate_table(report.gates)]
     else:
-        ordered = [gate_table(result), comparison_table(result), family_delta_table(result)]
+        ordered = [gate_table(report.gates), comparison_table(report), family_delta_table(report)]
     tables = [table for table in ordered if table] + (build_tables(result) if result["counts"]["measured"] else [])
     for table in tables:
         lines += markdown(table)
@@ -60,14 +63,14 @@ def coded_ids(table: Table | None) -> Table | None:
     return replace(table, rows=[[code_span(row[0]), *row[1:]] for row in table.rows])
 
 
-def heading(result: ReportDocument) -> list[str]:
+def heading(report: Report) -> list[str]:
     """The summary's heading: the upgrade verdict and the absolute gates' line (with a baseline), else the
     run's gates in one phrase."""
-    model = result["model"]
-    comparison = result.get("comparison")
+    model = report.data["model"]
+    comparison = report.data.get("comparison")
     md = markdown_text  # versions and locations come from files and servers: data (escape.py)
     if comparison is None:
-        kind, phrase = headline(result)
+        kind, phrase = headline(report.gates)
         return [f"### Sys1Cal calibration: {md(model['name'])} {md(model['version'])} — {ICONS[kind]} {phrase}"]
     absolute = comparison["absolute_gates"]
     return [

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from ..document import ReportDocument
+from ..document import PaperSummary, Reasoned, ReportDocument
 from .breakdown_tables import by_family_table, by_representation_table
 from .recalibration_table import recalibration_table
 from .table import Table, fmt, fmt_interval, fmt_p, fmt_t
@@ -32,15 +31,14 @@ def table1(result: ReportDocument) -> Table:
     )
 
 
-def _reason_notes(*blocks: Mapping[str, Any] | None) -> list[str]:
-    return [f"Not computed: {block['reason']}." for block in blocks if block and block.get("reason")]
+def _reason_notes(*blocks: Reasoned | None) -> list[str]:
+    return [f"Not computed: {reason}." for block in blocks if block and (reason := block.get("reason"))]
 
 
 def table2(result: ReportDocument) -> Table:
     unc = result["uncertainty"]
     test = unc["test"]
     df = None if unc["latent_problems"] < 2 else unc["latent_problems"] - 1
-    improvement = unc["improvement"] or {}
     peak = "" if unc["u_peak_at"] is None else f" at μ_S = {unc['u_peak_at']:.3f}"
     shape = "—" if unc["alpha"] is None else f"{unc['alpha']:.3f}, {unc['beta']:.3f}"
     rows = [
@@ -56,13 +54,7 @@ def table2(result: ReportDocument) -> Table:
             fmt_t(unc["lambda_latent_t"], df),
             fmt_p(unc["lambda_latent_p"]),
         ],
-        [
-            "improvement |μ_S−Choice| − |f(μ_S)−Choice|: paper's statistic",
-            fmt(improvement.get("mean"), 4),
-            fmt_interval(improvement.get("ci"), 4),
-            fmt_t(improvement.get("t"), df),
-            fmt_p(improvement.get("p")),
-        ],
+        _improvement_row(unc["improvement"], df),
         [
             "valid test of λ=0: mean d_j = Choice − μ_S per latent (one-sided)",
             fmt(test["effect"], 4),
@@ -84,6 +76,14 @@ def table2(result: ReportDocument) -> Table:
             *_reason_notes(unc, test),
         ],
     )
+
+
+def _improvement_row(improvement: PaperSummary | None, df: int | None) -> list[str]:
+    label = "improvement |μ_S−Choice| − |f(μ_S)−Choice|: paper's statistic"
+    if improvement is None:
+        return [label, fmt(None, 4), fmt_interval(None, 4), fmt_t(None, df), fmt_p(None)]
+    i = improvement
+    return [label, fmt(i["mean"], 4), fmt_interval(i["ci"], 4), fmt_t(i["t"], df), fmt_p(i["p"])]
 
 
 def table3(result: ReportDocument) -> Table:
@@ -170,7 +170,7 @@ def decisions_as_table(result: ReportDocument) -> Table:
         f"Agreement between rules: {agreement}.",
     ]
     example = dec["worked_example"]
-    if example and example.get("reason") is None:
+    if example and example.get("reason") is None and example["actions"] is not None:
         actions = {rule: _ACTION_LABELS[action] for rule, action in example["actions"].items()}
         notes.append(
             f"Worked example: μ_S = {example['mu_score']:.3f}, where the model predicts Choice "

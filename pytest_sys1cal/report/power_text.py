@@ -3,15 +3,13 @@ repeat counts, and whether the report's own design detects the drop. See docs/po
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from ..analysis.power import SMALL
 from ..document import model_and_version
+from ..document_commands import PowerPlan, PowerRow
 from .table import aligned
 
 
-def format_plan(result: Mapping[str, Any]) -> str:
+def format_plan(result: PowerPlan) -> str:
     """The plan (`plan_power`'s result) as text."""
     return "\n".join(
         [
@@ -25,7 +23,7 @@ def format_plan(result: Mapping[str, Any]) -> str:
     )
 
 
-def _effect(result: Mapping[str, Any]) -> str:
+def _effect(result: PowerPlan) -> str:
     return "a drop" if result["design"] == "paired" else "a public-set advantage"
 
 
@@ -33,7 +31,7 @@ def _plural(count: int) -> str:
     return "s" if count != 1 else ""
 
 
-def _plan_heading(result: Mapping[str, Any]) -> list[str]:
+def _plan_heading(result: PowerPlan) -> list[str]:
     est, dataset = result["estimates"], result["dataset"]
     what = (
         "paired design: the same renderings measured by two versions (the upgrade gate, --sys1cal-baseline)"
@@ -51,7 +49,7 @@ def _plan_heading(result: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _inputs(result: Mapping[str, Any]) -> list[str]:
+def _inputs(result: PowerPlan) -> list[str]:
     """σ_w, the spread, ρ and m with where each comes from, then the assumptions."""
     est, paired = result["estimates"], result["design"] == "paired"
     rho_kind = "ρ_Δ of the paired differences" if result["baseline"] else "ρ  of per-rendering OVL"
@@ -79,7 +77,7 @@ def _inputs(result: Mapping[str, Any]) -> list[str]:
     return lines + [f"  assumption: {text}" for text in result["assumptions"]]
 
 
-def _sample_sizes(result: Mapping[str, Any]) -> list[str]:
+def _sample_sizes(result: PowerPlan) -> list[str]:
     """The table over repeat counts, with its footnotes."""
     paired = result["design"] == "paired"
     if paired:
@@ -99,7 +97,7 @@ def _sample_sizes(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _table_row(result: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
+def _table_row(result: PowerPlan, row: PowerRow) -> list[str]:
     m_eff = result["renderings_per_problem_deff"]
     rho_r = (row["design_effect"] - 1) / (m_eff - 1) if m_eff > 1 else 0.0
     cells = [
@@ -116,7 +114,7 @@ def _table_row(result: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
     return cells
 
 
-def _conclusion(result: Mapping[str, Any]) -> list[str]:
+def _conclusion(result: PowerPlan) -> list[str]:
     """The MDE of the report's own design, the σ_Δ what-if, the cost sentence and the notes."""
     own, paired = result["own_design"], result["design"] == "paired"
     verdict = "detectable" if own["mde"] <= result["drop"] else "NOT reliably detectable"
@@ -126,8 +124,8 @@ def _conclusion(result: Mapping[str, Any]) -> list[str]:
         f"DEFF {own['design_effect']:.2f}): {own['mde']:.4f}, so {_effect(result)} of {result['drop']:.3f} is "
         f"{verdict} with {result['power']:.0%} power"
     ]
-    if "what_if" in result:
-        what_if = result["what_if"]
+    what_if = result.get("what_if")
+    if what_if is not None:
         cases = ", ".join(f"σ_Δ = {s}: {_count(n)}" for s, n in what_if["latent_problems"].items())
         lines.append(f"σ_Δ is assumed; latent problems needed at r = {what_if['repeats']} if it were {cases}")
     lines.append(

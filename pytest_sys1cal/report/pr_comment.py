@@ -9,13 +9,14 @@ comment")."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..document import ReportDocument
 from ..escape import code_span
 from ..escape import markdown_text as md  # text from the report is data (escape.py)
-from ..vocabulary import Verdict
+from ..gates.rows import GateRow
+from ..run_report import Report
 from .gates import headline
 from .markdown import ICONS, coded_ids, html_link, measured, why_markdown, without_machine_paths
 from .table import Table, markdown
@@ -36,21 +37,22 @@ FAILED_NAMED = 12  # failed absolute gates named by name; more are counted
 
 
 def comment_markdown(
-    result: ReportDocument,
+    report: Report,
     html: Path | None = None,
     environ: Mapping[str, str] | None = None,
     workdir: Path | None = None,
 ) -> str:
+    result = report.data
     comparison = comparison_of(result)
     model = result["model"]
     lines = [MARKER]
     if comparison is None:
-        outcome, phrase = headline(result)
+        outcome, phrase = headline(report.gates)
         lines += [
             f"### {ICONS[outcome]} Sys1Cal calibration: {md(model['name'])} {md(model['version'])} — {phrase}",
             "",
         ]
-        lines += _failed_gates(result, absolute_only=False)
+        lines += _failed_gates(report.gates.failed)
     else:
         kind = verdict_kind(comparison["verdict"])
         head = comparison["headline"].split(" (")[0] if comparison["summary"] else comparison["headline"]
@@ -67,7 +69,7 @@ def comment_markdown(
             "ceilings, a verdict of their own beside the upgrade's)",
             "",
         ]
-        lines += _failed_gates(result, absolute_only=True)
+        lines += _failed_gates(report.gates.failed_absolute)
         lines += _moves(result)
     if result.get("notices") or result.get("interrupted"):
         count = len(result.get("notices") or []) + bool(result.get("interrupted"))
@@ -85,12 +87,8 @@ def _compact(table: Table | None, notes: list[str]) -> list[str]:
     return [line for line in body if line] + [""] + [f"<sub>{note}</sub>" for note in notes] + [""]
 
 
-def _failed_gates(result: ReportDocument, *, absolute_only: bool) -> list[str]:
-    failed = [
-        gate["name"]
-        for gate in result.get("gates") or []
-        if gate["verdict"] == Verdict.FAILED and not (absolute_only and gate["name"].startswith("regression."))
-    ]
+def _failed_gates(gates: Sequence[GateRow]) -> list[str]:
+    failed = [gate.name for gate in gates]
     if not failed:
         return []
     named = ", ".join(code_span(name) for name in failed[:FAILED_NAMED])

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ..document import ReportDocument
+from ..document_decisions import HeldOut, Readout, RecalibratedReadout
 from .table import Table, fmt
 
 TITLE = "Readout: raw vs threshold fitted on one half of the latent problems, scored on the held-out half"
@@ -27,35 +27,35 @@ def columns(seed: int | None, splits: int | None) -> list[str]:
     ]
 
 
-def mean_sd(held_out: Mapping[str, Any] | None, key: str = "balanced_accuracy") -> str:
-    """'0.933 ± 0.007'; the mean alone after a single split (no SD); '—' when nothing was scored or the
-    report predates repeated splits."""
-    spread = (held_out or {}).get(key)
+def mean_sd(held_out: HeldOut | None) -> str:
+    """The held-out balanced accuracy: '0.933 ± 0.007'; the mean alone after a single split (no SD); '—' when
+    nothing was scored or the report predates repeated splits."""
+    spread = None if held_out is None else held_out["balanced_accuracy"]
     if not spread:
         return "—"
     return fmt(spread["mean"]) if spread["sd"] is None else f"{fmt(spread['mean'])} ± {fmt(spread['sd'])}"
 
 
-def _row(name: str, block: Mapping[str, Any], raw_readout: Mapping[str, Any] | None) -> list[str]:
-    raw, recal = block.get("raw") or {}, block.get("recalibrated") or {}
+def _row(name: str, block: RecalibratedReadout, raw_readout: Readout | None) -> list[str]:
+    raw, recal = block.get("raw"), block.get("recalibrated")
     thresholds = block.get("threshold_logit")
     recalls = "—" if not recal else f"{fmt(recal['recall_true'])}, {fmt(recal['recall_false'])}"
     return [
         name.capitalize(),
         str(block["n"]),
-        fmt(raw.get("balanced_accuracy")),
-        fmt(recal.get("balanced_accuracy")),
+        fmt(raw["balanced_accuracy"] if raw else None),
+        fmt(recal["balanced_accuracy"] if recal else None),
         mean_sd(block.get("held_out")),
         recalls,
         fmt(block.get("auc")),
         "—" if thresholds is None else f"{thresholds[0]:.2f}, {thresholds[1]:.2f}",
-        fmt((raw_readout or {}).get("offset"), 2),
+        fmt(raw_readout["offset"] if raw_readout else None, 2),
     ]
 
 
-def _splits_note(blocks: Mapping[str, Any]) -> list[str]:
+def _splits_note(blocks: Mapping[str, RecalibratedReadout]) -> list[str]:
     """What the mean ± SD column averages, and any split that could not be scored."""
-    held = [(name, block["held_out"], block["splits"]) for name, block in blocks.items() if block.get("held_out")]
+    held = [(name, h, block["splits"]) for name, block in blocks.items() if (h := block.get("held_out"))]
     if not held:
         return []
     (first, last), splits = held[0][1]["seeds"], held[0][2]
@@ -80,10 +80,10 @@ def _splits_note(blocks: Mapping[str, Any]) -> list[str]:
 
 def recalibration_table(result: ReportDocument) -> Table | None:
     """None for a result without the block (a report written before it existed)."""
-    blocks: Mapping[str, Any] | None = result.get("readout_recalibrated")
+    blocks = result.get("readout_recalibrated")
     if blocks is None:
         return None
-    readouts: Mapping[str, Any] = result.get("readout") or {}
+    readouts = result.get("readout") or {}
     rows = [_row(name, block, readouts.get(name)) for name, block in blocks.items()]
     block = next(iter(blocks.values()), None)
     header = columns(None if block is None else block["seed"], None if block is None else block.get("splits"))
@@ -97,5 +97,5 @@ def recalibration_table(result: ReportDocument) -> Table | None:
         *_splits_note(blocks),
         "Recalibrated ≫ raw: the ranking is there and only the threshold is off; both ≈ 0.5: nothing to recover.",
     ]
-    notes += [f"Not computed ({name}): {block['reason']}." for name, block in blocks.items() if block.get("reason")]
+    notes += [f"Not computed ({name}): {reason}." for name, block in blocks.items() if (reason := block.get("reason"))]
     return Table(title=TITLE, columns=header, rows=rows, notes=notes)

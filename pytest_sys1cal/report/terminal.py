@@ -1,4 +1,4 @@
-"""Terminal summary lines from one result object; the plugin writes them through pytest's reporter."""
+"""Terminal summary lines from the run's one report; the plugin writes them through pytest's reporter."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..document import GateJSON, ReportDocument
+from ..document import ReportDocument
+from ..gates.rows import GateRow, GateSummary, Outcome
+from ..run_report import Report
 from ..vocabulary import Verdict
 from .breakdown_tables import family_delta_table, representation_delta_table
 from .gates import comparison_table, gate_table
@@ -27,7 +29,11 @@ VERDICT_MARKUP: dict[str, dict[str, bool]] = {
     Verdict.FAILED: RED,
     Verdict.INCONCLUSIVE: {"yellow": True},
 }
-OUTCOME_MARKUP: dict[str, dict[str, bool]] = {"failed": RED, "undecided": {"yellow": True}, "passed": {"green": True}}
+OUTCOME_MARKUP: dict[str, dict[str, bool]] = {
+    Outcome.FAILED: RED,
+    Outcome.UNDECIDED: {"yellow": True},
+    Outcome.PASSED: {"green": True},
+}
 
 
 def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) -> list[Line]:
@@ -40,7 +46,7 @@ def format_table(table: Table, row_markup: list[dict[str, bool]] | None = None) 
 
 
 def summary_lines(
-    result: ReportDocument,
+    report: Report,
     advice: Sequence[str] | None = None,
     thresholds: str | None = THRESHOLDS,
     rerun: str | None = None,
@@ -50,6 +56,7 @@ def summary_lines(
     which a node id is added to re-run one rendering. All from the run, which knows the cassettes and options (a
     report alone does not). With a baseline, the upgrade verdict comes first and the absolute gates' line beside
     it (upgrade_lines)."""
+    result = report.data
     model, dataset = result["model"], result["dataset"]
     counts = result["counts"]
     lines: list[Line] = upgrade_lines(result) + [
@@ -75,12 +82,17 @@ def summary_lines(
         for table in build_tables(result):
             lines.append(("", {}))
             lines += format_table(table)
-    upgrade = (comparison_table, why_table, family_delta_table, representation_delta_table)
-    for comparison in (build(result) for build in upgrade):
+    upgrade = (
+        comparison_table(report),
+        why_table(result),
+        family_delta_table(report),
+        representation_delta_table(report),
+    )
+    for comparison in upgrade:
         if comparison:
             lines += [("", {})] + format_table(comparison)
     lines += moves_lines(result, rerun)
-    lines += gate_lines(result, advice, thresholds)
+    lines += gate_lines(report.gates, advice, thresholds)
     recap = upgrade_lines(result)
     return lines + ([("", {})] + recap if recap else [])
 
@@ -123,24 +135,21 @@ def repeats_phrase(repeats: int, per_answer: int = 1) -> str:
 
 
 def gate_lines(
-    result: ReportDocument, advice: Sequence[str] | None = None, thresholds: str | None = THRESHOLDS
+    gates: GateSummary, advice: Sequence[str] | None = None, thresholds: str | None = THRESHOLDS
 ) -> list[Line]:
     """The gate block: failures in red with what to do about them (naming the thresholds file in force),
     inconclusive comparisons in yellow."""
-    table = gate_table(result)
+    table = gate_table(gates)
     if table is None:
         where = f"see {thresholds}" if thresholds else f"no {THRESHOLDS} found"
         said: list[Line] = [(f"  {text}", {}) for text in advice or []]  # how to write them, from its report
         return [("", {}), (f"Gates: none configured for this model ({where})", {"bold": True}), *said]
-    gates = result["gates"]
     lines: list[Line] = [("", {})]
-    lines += format_table(table, [VERDICT_MARKUP.get(g["verdict"], {}) for g in gates])
-    failed = [g for g in gates if g["verdict"] == Verdict.FAILED]
-    undecided = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE and not g.get("tolerated")]
-    tolerated = [g for g in gates if g["verdict"] == Verdict.INCONCLUSIVE and g.get("tolerated")]
+    lines += format_table(table, [VERDICT_MARKUP.get(g.verdict, {}) for g in gates.rows])
+    failed, undecided, tolerated = gates.failed, gates.inconclusive, gates.tolerated
     if failed:
-        lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates)} gates", RED))
-        lines += [(f"  {g['name']}: {g['explanation']}", {"red": True}) for g in failed]
+        lines.append((f"calibration gate FAILED: {len(failed)} of {len(gates.rows)} gates", RED))
+        lines += [(f"  {g.name}: {g.explanation}", {"red": True}) for g in failed]
         review = f", review {thresholds}" if thresholds else ""
         steps = advice or [f"If the model changed on purpose{review}; otherwise this is a regression."]
         lines += [(f"  {text}", {"red": True}) for text in steps]
@@ -157,9 +166,9 @@ def gate_lines(
     return lines
 
 
-def _inconclusive(gates: Sequence[GateJSON], headline: str) -> list[Line]:
+def _inconclusive(gates: Sequence[GateRow], headline: str) -> list[Line]:
     if not gates:
         return []
     return [(headline, {"yellow": True, "bold": True})] + [
-        (f"  {g['name']}: {g['explanation']}", {"yellow": True}) for g in gates
+        (f"  {g.name}: {g.explanation}", {"yellow": True}) for g in gates
     ]

@@ -5,13 +5,13 @@ bounds its verdict reads and the margins. Imported only for ``--html``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, cast
 
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..document_commands import TrendDocument, TrendStep, TrendVersion
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
 from .figures import COLORS, STYLE, Rendered, new_figure, title, to_svg
 
@@ -36,16 +36,19 @@ CAPTIONS = {  # key: (title, caption)
 }
 
 
-def _versions_panel(ax: Axes, rows: list[Mapping[str, Any]], prim: str) -> None:
-    xs, means, low, high = [], [], [], []
+def _versions_panel(ax: Axes, rows: list[TrendVersion], prim: str) -> None:
+    xs: list[int] = []
+    means: list[float] = []
+    low: list[float] = []
+    high: list[float] = []
     for x, row in enumerate(rows):
-        cell = (row.get("mean_ovl") or {}).get(prim) or {}
-        if not row["replayed"] or cell.get("mean") is None:
+        cell = (row.get("mean_ovl") or {}).get(prim)
+        if not row["replayed"] or cell is None or (mean := cell["mean"]) is None:
             continue
         xs.append(x)
-        means.append(cell["mean"])
-        low.append(cell["mean"] - (cell["lower"] if cell.get("lower") is not None else cell["mean"]))
-        high.append((cell["upper"] if cell.get("upper") is not None else cell["mean"]) - cell["mean"])
+        means.append(mean)
+        low.append(mean - (lower if (lower := cell["lower"]) is not None else mean))
+        high.append((upper if (upper := cell["upper"]) is not None else mean) - mean)
     if xs:
         ax.plot(xs, means, color=COLORS[prim], linewidth=1.0, alpha=0.6)
         ax.errorbar(xs, means, yerr=[low, high], fmt="o", color=COLORS[prim], capsize=4, markersize=5)
@@ -55,7 +58,7 @@ def _versions_panel(ax: Axes, rows: list[Mapping[str, Any]], prim: str) -> None:
     title(ax, LABELS[prim], f"{len(xs)} of {len(rows)} versions replayed")
 
 
-def mean_ovl_figure(trend: Mapping[str, Any]) -> Figure | None:
+def mean_ovl_figure(trend: TrendDocument) -> Figure | None:
     rows = trend["versions"]
     if not any(row["replayed"] for row in rows):
         return None
@@ -65,19 +68,19 @@ def mean_ovl_figure(trend: Mapping[str, Any]) -> Figure | None:
     return figure
 
 
-def _delta_panel(ax: Axes, steps: list[Mapping[str, Any]], prim: str) -> None:
+def _delta_panel(ax: Axes, steps: list[TrendStep], prim: str) -> None:
     labels = [f"{s['from']} →\n{s['to']}" for s in steps]
     for x, step in enumerate(steps):
         cell = (step.get("primitives") or {}).get(prim) if step["compared"] else None
-        if cell is None or cell.get("difference") is None:
+        if cell is None or (difference := cell["difference"]) is None:
             ax.text(x, 0, "not compared", ha="center", va="bottom", fontsize=7, color="#777777", rotation=90)
             continue
         color = VERDICT_COLORS.get(Verdict(cell["verdict"]), "#444444")
-        lower = cell["lower"] if cell.get("lower") is not None else cell["difference"]
-        upper = cell["upper"] if cell.get("upper") is not None else cell["difference"]
-        yerr = [[cell["difference"] - lower], [upper - cell["difference"]]]
-        ax.errorbar([x], [cell["difference"]], yerr=yerr, fmt="o", color=color, capsize=4, markersize=6)
-        for value, style in ((cell.get("margin"), "--"), (cell.get("fail_margin"), ":")):
+        lower = bound if (bound := cell["lower"]) is not None else difference
+        upper = bound if (bound := cell["upper"]) is not None else difference
+        yerr = [[difference - lower], [upper - difference]]
+        ax.errorbar([x], [difference], yerr=yerr, fmt="o", color=color, capsize=4, markersize=6)
+        for value, style in ((cell["margin"], "--"), (cell["fail_margin"], ":")):
             if value is not None:
                 ax.hlines(-value, x - 0.35, x + 0.35, colors="#c0392b", linestyles=cast(Any, style), linewidth=1.0)
     ax.axhline(0, color="#444444", linewidth=0.8)
@@ -87,7 +90,7 @@ def _delta_panel(ax: Axes, steps: list[Mapping[str, Any]], prim: str) -> None:
     title(ax, LABELS[prim])
 
 
-def delta_figure(trend: Mapping[str, Any]) -> Figure | None:
+def delta_figure(trend: TrendDocument) -> Figure | None:
     steps = trend["steps"]
     if not steps:
         return None
@@ -97,7 +100,7 @@ def delta_figure(trend: Mapping[str, Any]) -> Figure | None:
     return figure
 
 
-def trend_figures(trend: Mapping[str, Any]) -> list[Rendered]:
+def trend_figures(trend: TrendDocument) -> list[Rendered]:
     """The figures that have something to show, as standalone SVG documents (same document, same bytes)."""
     out = []
     with matplotlib.rc_context(STYLE):

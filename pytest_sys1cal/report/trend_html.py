@@ -4,9 +4,7 @@ header, the two tables and the figures of report/trend_figures.py. Same document
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from ..document_commands import TrendDocument
 from ..escape import html_text as escape  # markup and control characters: data (escape.py)
 from .html import figure_html, page, table_html
 from .trend_text import header, tables
@@ -15,7 +13,7 @@ from .trend_text import header, tables
 WIDE = "main { max-width: 1400px; } th:first-child, td:first-child { white-space: nowrap; }"
 
 
-def render_trend_html(trend: Mapping[str, Any]) -> str:
+def render_trend_html(trend: TrendDocument) -> str:
     from .trend_figures import trend_figures
 
     title = f"Sys1Cal trend: {trend['model']}"

@@ -4,23 +4,17 @@ the HTML page above its figures."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from ..document_commands import MeanOvl, StepPrimitive, TrendDocument, TrendStep, TrendVersion
 from ..gates.rows import Outcome
+from ..gates.upgrade_verdict import VERDICTS
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
 from .table import Table, aligned, fmt_p, markdown
 
-# A version's gates, by the run's outcome (gates/rows.py decides it).
-OUTCOME_WORDS = {
-    Outcome.PASSED: "passed",
-    Outcome.FAILED: "FAILED",
-    Outcome.UNDECIDED: "inconclusive",
-    Outcome.NONE: "no gate decided",
-}
+# A version's gates, by the run's outcome (gates/rows.py decides it): the verdict it stands for.
+OUTCOME_WORDS: dict[Outcome, str] = {**VERDICTS, Outcome.NONE: "no gate decided"}
 
 
-def header(trend: Mapping[str, Any]) -> str:
+def header(trend: TrendDocument) -> str:
     dataset = trend["dataset"]
     thresholds = trend["thresholds"] or "none (no thresholds file: no gates)"
     count = len(trend["versions"])
@@ -31,19 +25,19 @@ def header(trend: Mapping[str, Any]) -> str:
     )
 
 
-def _interval(cell: Mapping[str, Any]) -> str:
+def _interval(cell: MeanOvl) -> str:
     if cell.get("mean") is None:
         return "not asked"
     bounds = "" if cell.get("lower") is None else f" [{cell['lower']:.3f}, {cell['upper']:.3f}]"
     return f"{cell['mean']:.3f}{bounds}"
 
 
-def _repeats(row: Mapping[str, Any]) -> str:
+def _repeats(row: TrendVersion) -> str:
     per_answer = row.get("repeats_per_answer", 1)
     return f"{row['repeats']}" if per_answer == 1 else f"{row['repeats']} (mean of {per_answer})"
 
 
-def gates_cell(row: Mapping[str, Any]) -> str:
+def gates_cell(row: TrendVersion) -> str:
     """The version's gates as its own run ends: passed, FAILED (how many), or why nothing was decided."""
     gates = row["gates"]
     if not gates["count"]:
@@ -56,15 +50,14 @@ def gates_cell(row: Mapping[str, Any]) -> str:
     return f"{OUTCOME_WORDS[result]} ({gates['count']})"
 
 
-def versions_table(trend: Mapping[str, Any]) -> Table:
+def versions_table(trend: TrendDocument) -> Table:
     rows, notes = [], []
     for row in trend["versions"]:
         if not row["replayed"]:
             rows.append([row["version"], row.get("source", "—"), "—", *(["—"] * len(PRIMITIVES)), "—", "—", "—"])
             notes.append(f"{row['version']}: not replayed: {row['reason']}")
             continue
-        swap = row["swap_shift"]
-        test = row["lambda_test"] or {}
+        swap, test = row["swap_shift"], row["lambda_test"]
         rows.append(
             [
                 row["version"],
@@ -72,7 +65,7 @@ def versions_table(trend: Mapping[str, Any]) -> Table:
                 _repeats(row),
                 *(_interval(row["mean_ovl"][prim]) for prim in PRIMITIVES),
                 "not measured" if swap is None else f"{swap['mean_shift']:+.3f}",
-                fmt_p(test.get("p_value"), floored=True),
+                fmt_p(None if test is None else test["p_value"], floored=True),
                 gates_cell(row),
             ]
         )
@@ -94,7 +87,7 @@ def versions_table(trend: Mapping[str, Any]) -> Table:
     return Table(title="Versions", columns=columns, rows=rows, notes=notes)
 
 
-def _delta(cell: Mapping[str, Any] | None) -> str:
+def _delta(cell: StepPrimitive | None) -> str:
     if cell is None or cell.get("difference") is None:
         return "not measured"
     bounds = f" [{cell['lower']:+.4f}, {cell['upper']:+.4f}]" if cell.get("lower") is not None else ""
@@ -102,14 +95,14 @@ def _delta(cell: Mapping[str, Any] | None) -> str:
     return f"{cell['difference']:+.4f}{bounds} {cell['verdict']}{mark}"
 
 
-def step_verdict(step: Mapping[str, Any]) -> str:
+def step_verdict(step: TrendStep) -> str:
     if not step["compared"]:
         return "not compared"
     words = {**OUTCOME_WORDS, Outcome.UNDECIDED: "inconclusive: not passed"}
     return words[Outcome(step["outcome"])]
 
 
-def steps_table(trend: Mapping[str, Any]) -> Table | None:
+def steps_table(trend: TrendDocument) -> Table | None:
     steps = trend["steps"]
     if not steps:
         return None
@@ -134,11 +127,11 @@ def steps_table(trend: Mapping[str, Any]) -> Table | None:
     return Table(title="Upgrades between consecutive versions", columns=columns, rows=rows, notes=notes)
 
 
-def tables(trend: Mapping[str, Any]) -> list[Table]:
+def tables(trend: TrendDocument) -> list[Table]:
     return [t for t in (versions_table(trend), steps_table(trend)) if t is not None]
 
 
-def trend_text(trend: Mapping[str, Any]) -> str:
+def trend_text(trend: TrendDocument) -> str:
     """What the command prints: the header, then each table aligned, its notes under it."""
     lines = [header(trend)]
     for table in tables(trend):
@@ -146,7 +139,7 @@ def trend_text(trend: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def trend_markdown(trend: Mapping[str, Any]) -> str:
+def trend_markdown(trend: TrendDocument) -> str:
     lines = [f"### {header(trend)}", ""]
     for table in tables(trend):
         lines += markdown(table)

@@ -4,12 +4,11 @@ report's ``comparison`` block alone (gates/upgrade_verdict.py writes it; docs/re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from ..document import Comparison, ReportDocument
-from ..gates.upgrade_verdict import compared_names
-from ..vocabulary import LABELS, Verdict
+from ..document import ReportDocument
+from ..document_upgrade import Comparison, MovedRendering
+from ..gates.rows import Outcome
+from ..gates.upgrade_verdict import VERDICTS, compared_names
+from ..vocabulary import LABELS
 from .table import Table, fmt
 
 TERMINAL_TOP, SUMMARY_TOP = 5, 10  # renderings listed in the terminal, in the job summary and the comment
@@ -97,17 +96,17 @@ def delta_table(result: ReportDocument) -> Table | None:
     )
 
 
-def _margin(value: Any) -> str:
+def _margin(value: float | None) -> str:
     return "—" if value is None else f"{value:g}"
 
 
-def answer_cell(row: Mapping[str, Any], prim: str) -> str:
+def answer_cell(row: MovedRendering, prim: str) -> str:
     """ "0.918 → 0.836" (baseline → candidate), "—" where either did not answer."""
     base, new = row["baseline"].get(prim), row["new"].get(prim)
     return "—" if base is None or new is None else f"{base:.3f} → {new:.3f}"
 
 
-def d_cell(row: Mapping[str, Any], prim: str) -> str:
+def d_cell(row: MovedRendering, prim: str) -> str:
     value = row["d"].get(prim)
     return "—" if value is None else f"{value:+.3f}"
 
@@ -161,7 +160,6 @@ def moves_summary(comparison: Comparison) -> str:
     return "; ".join(parts)
 
 
-def verdict_kind(verdict: str) -> str:
-    """The CSS class / icon key of a verdict: failed, undecided, passed or none."""
-    kinds: dict[str, str] = {Verdict.FAILED: "failed", Verdict.INCONCLUSIVE: "undecided", Verdict.PASSED: "passed"}
-    return kinds.get(verdict, "none")
+def verdict_kind(verdict: str) -> Outcome:
+    """The outcome an upgrade verdict stands for, the CSS class and icon key of the verdict line."""
+    return next((kind for kind, said in VERDICTS.items() if said == verdict), Outcome.NONE)

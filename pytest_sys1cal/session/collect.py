@@ -13,6 +13,7 @@ import pluggy
 import pytest
 
 from ..dataset import Dataset, Rendering
+from ..document_upgrade import Comparison
 from ..errors import MeasurementError
 from ..escape import one_line
 from ..gates.rows import GateRow, passes
@@ -178,18 +179,18 @@ def gate_reports(
         nodeid = f"sys1cal::gates::{gate.name}"
         path, line = locate(gate.name)
         location = (path, line - 1, f"sys1cal gate {gate.name}")
-        outcome = OUTCOMES[passes(gate)]
+        passed = passes(gate)  # gates/rows.py decides: True, False, or None (neither)
         explanation = redact(gate.explanation or gate.verdict)
         longrepr: Any = None
-        if outcome == "failed":
+        if passed is False:
             longrepr = f"{gate.verdict}: {explanation}"
-        elif outcome == "skipped":
+        elif passed is None:
             longrepr = (path, line, f"Skipped: {gate.verdict}: {explanation}")
         properties = [
             (name, redact(value) if isinstance(value, str) else value)
             for name, value in (("metric", gate.metric), ("observed", gate.observed), ("limit", gate.limit))
         ] + [("verdict", gate.verdict)]
-        report = pytest.TestReport(nodeid, location, {}, outcome, longrepr, "call", user_properties=properties)
+        report = pytest.TestReport(nodeid, location, {}, OUTCOMES[passed], longrepr, "call", user_properties=properties)
         yield report, gate
         yield pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"), gate
 
@@ -199,7 +200,7 @@ def gate_reports(
 UPGRADE_PROPERTIES = ("sys1cal_upgrade", "sys1cal_upgrade_verdict", "sys1cal_absolute_gates")
 
 
-def mark_upgrade(config: pytest.Config, comparison: Any, redact: Callable[[str], str]) -> None:
+def mark_upgrade(config: pytest.Config, comparison: Comparison | None, redact: Callable[[str], str]) -> None:
     """Write the upgrade verdict into the JUnit XML (when --junitxml is on) as test suite properties."""
     from _pytest.junitxml import xml_key
 

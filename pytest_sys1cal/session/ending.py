@@ -63,11 +63,12 @@ def close_recording(run: Sys1CalRun, *, index: bool = True) -> None:
     """The recording's end, once: its engine closed and the manifest saying what was recorded (the cassettes it
     finished are kept, also when the end-of-run work was stopped). The folder's replay index is written anew
     (`index`) unless the run was stopped: replaying the folder to write it takes seconds at 18k renderings."""
-    if run.recording is not None and not run.recording_closed:
-        run.recording.close()
+    recording = run.recording
+    if recording is not None and not recording.settled:
+        recording.close()
         build = _index(run) if index and run.interruption.reason is None and not run.settings.dry_run else None
         run.folder.finish_recording(run.rows, run.repeats, run.dataset, build)
-        run.recording_closed = True
+        recording.settled = True
 
 
 def _closed_recording(run: Sys1CalRun) -> list[Line]:
@@ -77,7 +78,8 @@ def _closed_recording(run: Sys1CalRun) -> list[Line]:
     try:
         close_recording(run)
     except OSError as exc:
-        run.recording_closed = True
+        if run.recording is not None:  # its end was tried: not tried again
+            run.recording.settled = True
         run.outputs.failed = True  # the run's exit status says a file it should have written is missing
         where = written_for(exc, run.folder.path / MANIFEST)
         return [
@@ -112,7 +114,7 @@ def _report(run: Sys1CalRun) -> list[Line]:
     nodes = {r.instance_id: node_id(run.settings.model, r) for r in run.dataset.renderings} if run.baseline else None
     run.report = build_report(_facts(run), run.rows, run.dataset, run.thresholds, run.baseline, nodes)
     advice = _gate_advice(run, run.report)
-    lines = summary_lines(run.report.data, advice, run.advice.thresholds_file, run.advice.command("none"))
+    lines = summary_lines(run.report, advice, run.advice.thresholds_file, run.advice.command("none"))
     lines += run.outputs.write(run.report, run.baseline, run.redactor, advice)
     if run.outputs.interrupted:  # Ctrl-C while a file was drawn: outputs.py said which
         return [*lines, run.interruption.drawing_stopped()]
@@ -142,12 +144,11 @@ def _gate_advice(run: Sys1CalRun, report: Report) -> list[str]:
     """What to do after a failed gate (gate_advice.py); with no gate at all on a full run that wrote its report,
     the command that writes them from it; else nothing."""
     data = report.data
-    gates = data.get("gates") or []
-    if not gates:
+    if not report.gates.rows:
         partial = partial_run(data["counts"], len(run.dataset.renderings), data.get("interrupted"))
         shortcut = None if partial else from_this_report(run.advice)
         return [shortcut] if shortcut else []
-    if not any(g.get("verdict") == "FAILED" for g in gates):
+    if not report.gates.failed:
         return []
     baseline = run.baseline.name if run.baseline else None
-    return after_failed_gates(run.advice, data, run.thresholds, baseline)
+    return after_failed_gates(run.advice, report, run.thresholds, baseline)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..bundled import REFERENCE_MODEL
 from ..store.folder import folders_under
@@ -26,6 +26,7 @@ from .options import THRESHOLDS_FILE, argument
 
 if TYPE_CHECKING:
     from ..gates.schema import Thresholds
+    from ..run_report import Report
     from .advice import Advice
 
 REPORT = "sys1cal-report.json"  # the report path a printed command asks for when this run wrote none
@@ -79,13 +80,11 @@ def own_gates(advice: Advice) -> str:
 
 
 def after_failed_gates(
-    advice: Advice, report: Mapping[str, Any], thresholds: Thresholds | None, baseline: str | None
+    advice: Advice, report: Report, thresholds: Thresholds | None, baseline: str | None
 ) -> list[str]:
     """The closing lines of the gate block when a gate FAILED: where the gates came from, then the fix."""
-    gates = report.get("gates") or []
-    failed = [g["name"] for g in gates if g.get("verdict") == "FAILED"]
-    regression = [name for name in failed if name.startswith("regression.")]
-    threshold = [name for name in failed if not name.startswith("regression.")]
+    regression = [gate.name for gate in report.gates.failed_upgrade]
+    threshold = [gate.name for gate in report.gates.failed_absolute]
     lines: list[str] = []
     if threshold and thresholds is not None:
         lines.append(f"These gates are {shown(Path(thresholds.path))}: {thresholds.provenance()}.")
@@ -113,16 +112,14 @@ def after_failed_gates(
     return lines
 
 
-def recalibration_fix(advice: Advice, report: Mapping[str, Any]) -> list[str]:
+def recalibration_fix(advice: Advice, report: Report) -> list[str]:
     """When the upgrade's diagnosis says a primitive that failed lost only its calibration (docs/statistics.md
     §8.5): the map that gives it back, written from this run's report, and the run that gates what ships with it."""
-    rows = ((report.get("comparison") or {}).get("primitives") or {}).values()
-    recoverable = [
-        row
-        for row in rows
-        if row.get("verdict") == "FAILED" and (row.get("why") or {}).get("cause") == "miscalibration"
-    ]
-    if not recoverable or report.get("recalibration"):
+    comparison = report.data.get("comparison")
+    failed = {gate.primitive for gate in report.gates.failed_upgrade}
+    rows = comparison["primitives"] if comparison else {}
+    recoverable = [p for p, row in rows.items() if p in failed and row.get("why", {}).get("cause") == "miscalibration"]
+    if not recoverable or "recalibration" in report.data:
         return []
     source = shown(advice.settings.report) if advice.settings.report is not None else REPORT
     fit = shlex.join(["python", "-m", "pytest_sys1cal", "recalibrate", source, "--out", "map.json"])
@@ -139,7 +136,7 @@ def recalibration_fix(advice: Advice, report: Mapping[str, Any]) -> list[str]:
 
 def _threshold_fix(
     advice: Advice,
-    report: Mapping[str, Any],
+    report: Report,
     thresholds: Thresholds | None,
     baseline: str | None,
     regression: Sequence[str],
@@ -147,7 +144,7 @@ def _threshold_fix(
     """The step for failed threshold gates, by where they came from and what this run compared."""
     version = advice.adapter.version
     own = own_gates(advice)
-    compared = any(g["name"].startswith("regression.") for g in report.get("gates") or [])
+    compared = bool(report.gates.upgrade)
     if baseline is not None and regression:
         return []  # the upgrade gate's line said it: a regression against the version compared with
     if baseline is not None and compared:

@@ -176,7 +176,7 @@ class ActiveRun:
         mark_upgrade(config, self.run.report.data.get("comparison"), self.run.redactor.text)
         hook = self._log_hook(config)
         terminal = config.pluginmanager.get_plugin("terminalreporter")
-        for report, gate in gate_reports(self.run.report.gates, self.run.gate_location, self.run.redactor.text):
+        for report, gate in gate_reports(self.run.report.gates.rows, self.run.gate_location, self.run.redactor.text):
             hook(report=report)
             if terminal is not None and report.failed:
                 # Counted with the items, so pytest's last line says "1 failed" (or "1 inconclusive"), not

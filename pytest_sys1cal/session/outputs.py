@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..document import ReportDocument
 from ..errors import InputError
 from ..files import cannot_create_in, write_atomic
 from ..report.terminal import RED, Line
@@ -127,7 +126,7 @@ class Outputs:
                 done += 1
             summary = os.environ.get("GITHUB_STEP_SUMMARY")
             if summary:
-                lines += self._append_summary(Path(summary), report.data, redactor, advice)
+                lines += self._append_summary(Path(summary), report, redactor, advice)
         except KeyboardInterrupt as exc:
             self.interrupted = True
             why = f"interrupted ({signal_name(exc)}) while it was drawn"
@@ -155,14 +154,14 @@ class Outputs:
             from ..report.html import render_html
 
             def page() -> str:
-                return render_html(report.data, baseline.report if baseline else None)
+                return render_html(report, baseline.report if baseline else None)
 
             documents.append(("HTML report", "--sys1cal-html", self.settings.html, page))
         if self.settings.markdown is not None:
             from ..report.pr_comment import comment_markdown
 
             def comment() -> str:
-                return comment_markdown(report.data, html=self.settings.html, environ=os.environ, workdir=Path.cwd())
+                return comment_markdown(report, html=self.settings.html, environ=os.environ, workdir=Path.cwd())
 
             documents.append(("Markdown comment", "--sys1cal-markdown", self.settings.markdown, comment))
         return documents
@@ -187,14 +186,12 @@ class Outputs:
         label = f"{what} of this interrupted run" if partial else what
         return (f"{label} written to {target}{kept}", {"yellow": True} if kept else {})
 
-    def _append_summary(
-        self, path: Path, data: ReportDocument, redactor: Redactor, advice: Sequence[str] = ()
-    ) -> list[Line]:
+    def _append_summary(self, path: Path, report: Report, redactor: Redactor, advice: Sequence[str] = ()) -> list[Line]:
         """On GitHub Actions, the tables and gates also go to the job's summary page, as Markdown, and after a
         failed gate what to do about it (the commands as code, so that Markdown leaves them as printed)."""
         from ..report.markdown import summary_markdown
 
-        text = summary_markdown(data, html=self.settings.html, environ=os.environ, workdir=Path.cwd())
+        text = summary_markdown(report, html=self.settings.html, environ=os.environ, workdir=Path.cwd())
         if advice:
             text += "\n**What to do**\n\n" + "".join(f"- {_code_spans(line)}\n" for line in advice)
         text = redactor.markup(text)

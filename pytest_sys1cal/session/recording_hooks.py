@@ -81,6 +81,7 @@ class Recording:
         self.plan: Plan | None = None
         self.engine: Engine | None = None
         self.quiet = quiet  # xdist workers cannot write to the terminal
+        self.settled = False  # its end settled: the engine closed and the manifest saying what was recorded (ending.py)
         self._last_progress = time.monotonic()
         self._reported_end = False
 

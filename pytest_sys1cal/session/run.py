@@ -11,7 +11,7 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -36,6 +36,9 @@ from .interruption import Interruption
 from .options import Settings, pytest_outputs
 from .outputs import Outputs
 from .signals import SignalStop
+
+if TYPE_CHECKING:  # a replay imports none of recording's hooks (hooks.py)
+    from .recording_hooks import Recording
 
 
 class Rows(list[ResultRow]):
@@ -70,8 +73,10 @@ class Sys1CalRun:
             self._inputs(registered)
             self._store(registered)
             self._baseline(registered, repeats)
-        self.recording = recording_of(config, settings, controller, self.redactor) if settings.recording else None
-        self.recording_closed = False  # the recording's end was settled (session/ending.py)
+        # This process's recording (None: a replay), its end settled once (session/ending.py).
+        self.recording: Recording | None = (
+            recording_of(config, settings, controller, self.redactor) if settings.recording else None
+        )
         self.measurer = Measurer(
             self.adapter,
             self.folder,
@@ -267,7 +272,7 @@ def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, regi
     )
 
 
-def recording_of(config: pytest.Config, settings: Settings, controller: bool, redactor: Redactor) -> Any:
+def recording_of(config: pytest.Config, settings: Settings, controller: bool, redactor: Redactor) -> Recording:
     """This process's recording (its lines through the run's redactor); an xdist worker's limits are its share
     of the run's."""
     from .recording_hooks import Recording, limits_for, workercount

@@ -13,17 +13,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..dataset import Dataset
 from ..defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
 from ..document import ReportDocument
+from ..document_commands import StepPrimitive, TrendDocument, TrendStep, TrendVersion, VersionGates
+from ..document_upgrade import UpgradeDetails
 from ..errors import InputError, MeasurementError
-from ..gates.rows import GateRow, Outcome, outcome
+from ..gates.rows import GateRow, GateSummary, summarize
 from ..gates.schema import Thresholds
 from ..gates.upgrade import UpgradeError, evaluate_upgrade
 from ..models import BUILTIN_ADAPTERS, make_adapter
-from ..vocabulary import PRIMITIVES, TREND_SCHEMA, Verdict
+from ..vocabulary import PRIMITIVES, TREND_SCHEMA
 from .replay import open_version, recorded_dataset, replay_folder, replayed_repeats, version_folders, version_report
 from .upgrade_baseline import averaged_repeats
 
@@ -47,7 +48,7 @@ class TrendInputs:
 
 def build_trend(
     inputs: TrendInputs, *, started: Started | None = None, progress: Progress | None = None
-) -> dict[str, Any]:
+) -> TrendDocument:
     """Replay every recorded version in version order and compare each with the one before. Raises InputError
     when the model has no recorded version, or its thresholds file is wrong (a version that cannot be
     replayed is a row saying why, not an error)."""
@@ -96,18 +97,20 @@ def _thresholds(inputs: TrendInputs, version: str) -> Thresholds | None:
 Replayed = tuple[ReportDocument, Thresholds | None]
 
 
-def _version(inputs: TrendInputs, version: str, progress: Progress | None) -> tuple[dict[str, Any], Replayed | None]:
+def _version(inputs: TrendInputs, version: str, progress: Progress | None) -> tuple[TrendVersion, Replayed | None]:
     """One version's row, and its report with its thresholds (None when it could not be replayed: the row says
     why)."""
-    row: dict[str, Any] = {"version": version, "replayed": False, "reason": None}
+    row: TrendVersion = {"version": version, "replayed": False, "reason": None}
     try:
         adapter = make_adapter(inputs.model, [], version=version, base_url=None, environ=inputs.environ)
         folder = open_version(inputs.root, inputs.model, version, adapter)
     except InputError as exc:
         return {**row, "reason": str(exc)}, None
     name, sha256 = recorded_dataset(folder)
-    row.update(source=folder.source, repeats=folder.repeats(None), repeats_per_answer=folder.repeats_per_answer)
-    row.update(averaged_repeats=replayed_repeats(folder), dataset={"name": name, "sha256": sha256})
+    row.update(
+        {"source": folder.source, "repeats": folder.repeats(None), "repeats_per_answer": folder.repeats_per_answer}
+    )
+    row.update({"averaged_repeats": replayed_repeats(folder), "dataset": {"name": name, "sha256": sha256}})
     if sha256 != inputs.dataset.sha256:
         row["reason"] = (
             f"recorded on dataset {name} sha256 {sha256[:12]}…, not on {inputs.dataset.name} "
@@ -128,39 +131,43 @@ def _version(inputs: TrendInputs, version: str, progress: Progress | None) -> tu
         bootstrap=BOOTSTRAP_RESAMPLES,
         recalibration_splits=RECALIBRATION_SPLITS,
     )
-    row.update(replayed=True, **_summary(report.data, report.outcome, report.gates, inputs.seed))
+    row["replayed"] = True
+    _summary(row, report.data, report.gates, inputs.seed)
     row["thresholds"] = None if thresholds is None else thresholds.describe()
     failed = [r for r in rows if r.error is not None]
     row["first_failure"] = None if not failed else f"{failed[0].instance_id}: {failed[0].error}"
     return row, (report.data, thresholds)
 
 
-def _summary(data: ReportDocument, result: Outcome, gates: tuple[GateRow, ...], seed: int) -> dict[str, Any]:
+def _summary(row: TrendVersion, data: ReportDocument, gates: GateSummary, seed: int) -> None:
     """The row's numbers, read from the version's report (mean OVL exactly as its run reports it)."""
     from ..analysis.trend import mean_ovl_intervals
 
     intervals = mean_ovl_intervals(data["items"], seed=seed)
     for prim in PRIMITIVES:  # the point estimate is Table 1's, to the last digit
-        intervals[prim]["mean"] = (data["primitives"].get(prim) or {}).get("mean_ovl")
-    swap = data.get("option_swap") or {}
-    test = (data.get("uncertainty") or {}).get("test") or {}
-    return {
-        "counts": dict(data["counts"]),
-        "mean_ovl": intervals,
-        "swap_shift": {"mean_shift": swap.get("mean_shift"), "p_value": swap.get("p_value")} if swap else None,
-        "lambda_test": {k: test.get(k) for k in ("p_value", "statistic", "effect")} if test else None,
-        "gates": {
-            "outcome": str(result),
-            "count": len(gates),
-            "failed": [g.name for g in gates if g.verdict == Verdict.FAILED],
-            "not_applicable": sum(g.verdict == Verdict.NOT_APPLICABLE for g in gates),
-        },
+        table1 = data["primitives"].get(prim)
+        intervals[prim]["mean"] = None if table1 is None else table1["mean_ovl"]
+    swap, test = data["option_swap"], data["uncertainty"]["test"]
+    counted: VersionGates = {
+        "outcome": str(gates.outcome),
+        "count": len(gates.rows),
+        "failed": [g.name for g in gates.failed],
+        "not_applicable": len(gates.not_applicable),
     }
+    row.update(
+        {
+            "counts": data["counts"].copy(),
+            "mean_ovl": intervals,
+            "swap_shift": {"mean_shift": swap["mean_shift"], "p_value": swap["p_value"]} if swap else None,
+            "lambda_test": {"p_value": test["p_value"], "statistic": test["statistic"], "effect": test["effect"]},
+            "gates": counted,
+        }
+    )
 
 
-def _step(inputs: TrendInputs, old: str, new: str, reports: Mapping[str, Replayed]) -> dict[str, Any]:
+def _step(inputs: TrendInputs, old: str, new: str, reports: Mapping[str, Replayed]) -> TrendStep:
     """The upgrade comparison of `new` against `old`, as ``--sys1cal-baseline=<old>`` on a run of `new` makes it."""
-    step: dict[str, Any] = {"from": old, "to": new, "compared": False, "reason": None}
+    step: TrendStep = {"from": old, "to": new, "compared": False, "reason": None}
     missing = [v for v in (old, new) if v not in reports]
     if missing:
         return {**step, "reason": f"{' and '.join(missing)} could not be replayed"}
@@ -187,23 +194,31 @@ def _step(inputs: TrendInputs, old: str, new: str, reports: Mapping[str, Replaye
 
     counts = data["counts"]
     rows = rows if counts["failed"] or counts["renderings"] < len(inputs.dataset.renderings) else unmeasured_fails(rows)
-    return {**step, "compared": True, "outcome": str(outcome(rows)), "primitives": _deltas(rows)}
+    return {**step, "compared": True, "outcome": str(summarize(rows).outcome), "primitives": _deltas(rows)}
 
 
-def _deltas(rows: list[GateRow]) -> dict[str, Any]:
-    out = {}
-    for row in rows:
-        d = dict(row.details or {})
-        prim = row.name.split(".")[1]
-        keys = ("n", "baseline", "new", "difference", "lower", "lower_level", "upper", "upper_level", "se")
-        out[prim] = {key: d.get(key) for key in keys}
-        out[prim].update(
-            verdict=str(row.verdict),
-            tolerated=row.tolerated,
-            margin=d.get("margin"),
-            fail_margin=d.get("fail_margin"),
-            margins=(d.get("margins") or {}).get("text"),
-            advice=(d.get("advice") or {}).get("text"),
-            explanation=row.explanation,
-        )
-    return out
+def _deltas(rows: list[GateRow]) -> dict[str, StepPrimitive]:
+    # Every row of the upgrade gate carries its comparison's details (gates/upgrade.py).
+    return {row.primitive: _delta(row, row.details) for row in rows if row.details is not None}
+
+
+def _delta(row: GateRow, d: UpgradeDetails) -> StepPrimitive:
+    advice = d.get("advice")
+    return {
+        "n": d["n"],
+        "baseline": d["baseline"],
+        "new": d["new"],
+        "difference": d["difference"],
+        "lower": d.get("lower"),
+        "lower_level": d.get("lower_level"),
+        "upper": d.get("upper"),
+        "upper_level": d.get("upper_level"),
+        "se": d.get("se"),
+        "verdict": str(row.verdict),
+        "tolerated": row.tolerated,
+        "margin": d["margin"],
+        "fail_margin": d["fail_margin"],
+        "margins": d["margins"]["text"],
+        "advice": None if advice is None else advice["text"],
+        "explanation": row.explanation,
+    }

@@ -11,10 +11,9 @@ runs, so a baseline that cannot be compared stops the run at once. VALUE is, in 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from ..dataset import Dataset, line_ending_hint
 from ..document import ReportDocument, ReportError, read_report
@@ -58,7 +57,7 @@ def load_baseline(path: str | Path) -> ReportDocument:
         raise UpgradeError(f"baseline {exc}") from None
 
 
-def averaged_repeats(report: Mapping[str, Any]) -> int:
+def averaged_repeats(report: ReportDocument) -> int:
     """How many model repeats each rendering's value in a report averages."""
     return int(report.get("repeats") or 1) * int(report.get("repeats_per_answer") or 1)
 

@@ -12,6 +12,7 @@ from pytest_sys1cal.analysis.stats import Clusters
 from pytest_sys1cal.analysis.upgrade import compare_reports
 from pytest_sys1cal.defaults import UPGRADE_RESAMPLES
 from pytest_sys1cal.report.breakdown_tables import family_delta_table
+from pytest_sys1cal.run_report import Report
 from tests.reports import BASELINE_MOVES, golden, shifted_baseline, with_comparison
 
 ANSWER = {"noul": "p_noul", "choice": "p_choice", "score": "mu_score"}
@@ -111,7 +112,7 @@ def test_a_report_without_families_has_no_breakdown(reports: tuple[dict, dict]) 
 
 def test_the_table_names_the_cells_that_moved_most(reports: tuple[dict, dict]) -> None:
     report = with_comparison(*reports)
-    table = family_delta_table(report)
+    table = family_delta_table(Report.read_back(report))
     assert table is not None
     assert table.columns[:2] == ["family", "n"]
     # The families, then the whole dataset's Δ that the verdicts read (issue 23), between the gate's bounds.
@@ -121,4 +122,4 @@ def test_the_table_names_the_cells_that_moved_most(reports: tuple[dict, dict]) -
     moved = table.notes[0]
     assert moved.startswith("Moved most: Score on frequency +0.343")
     assert "Choice on compound -0.161" in moved and "Noul on bayes" in moved
-    assert family_delta_table(golden("jev")) is None  # no baseline, no table
+    assert family_delta_table(Report.read_back(golden("jev"))) is None  # no baseline, no table

@@ -15,16 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_sys1cal.analysis.power import (
-    PowerError,
-    design_effect,
-    detectable_drop,
-    estimate,
-    intraclass_correlation,
-    plan_power,
-    repeat_sd,
-    sample_size,
-)
+from pytest_sys1cal.analysis.power import PowerError, design_effect, detectable_drop, plan_power, sample_size
+from pytest_sys1cal.analysis.power_estimates import estimate, intraclass_correlation, repeat_sd
 
 LEVELS = np.arange(10) / 9
 

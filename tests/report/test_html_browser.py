@@ -53,11 +53,12 @@ def not_blank(png: bytes) -> tuple[float, int]:
 
 def test_chromium_renders_every_figure_without_errors_or_requests(tmp_path: Path) -> None:
     from pytest_sys1cal.report.html import write_html
+    from pytest_sys1cal.run_report import Report
 
     report = golden("semif")
     baseline = shifted_baseline(report, version="semif-base")
     page_file = tmp_path / "report.html"
-    write_html(page_file, with_comparison(report, baseline), baseline)
+    write_html(page_file, Report.read_back(with_comparison(report, baseline)), baseline)
 
     page = open_page(CHROMIUM, page_file)
     (tmp_path / "screenshot.png").write_bytes(page.screenshot)  # kept with the test's tmp_path, to look at

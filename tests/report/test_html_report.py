@@ -17,6 +17,7 @@ pytest.importorskip("matplotlib", reason="the HTML report needs the html extra: 
 from pytest_sys1cal.report.html import _header, render_html, table_html  # noqa: E402
 from pytest_sys1cal.report.paper_tables import build_tables  # noqa: E402
 from pytest_sys1cal.report.table import Table  # noqa: E402
+from pytest_sys1cal.run_report import Report  # noqa: E402
 from tests.reports import golden, shifted_baseline, with_comparison  # noqa: E402
 
 # Draws every figure of whole runs with matplotlib.
@@ -28,7 +29,7 @@ EVERY_RUN = ["transfer", "reliability", "score", "score-choice", "sensitivity", 
 
 @pytest.fixture(scope="module")
 def jev_page() -> str:
-    return render_html(golden("jev"))
+    return render_html(Report.read_back(golden("jev")))
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def compared() -> tuple[dict, dict]:
 
 @pytest.fixture(scope="module")
 def compared_page(compared: tuple[dict, dict]) -> str:
-    return render_html(*compared)
+    return render_html(Report.read_back(compared[0]), compared[1])
 
 
 def figures(page: str) -> dict[str, str]:
@@ -102,7 +103,7 @@ def test_ids_are_unique_and_every_reference_resolves(compared_page: str) -> None
 def test_text_from_the_report_is_escaped() -> None:
     report = golden("jev")
     report["model"] = {**report["model"], "version": "<b>1.0</b> & co"}
-    header = "".join(_header(report, None, "t"))
+    header = "".join(_header(Report.read_back(report), None, "t"))
     assert "<b>1.0</b>" not in header and "&lt;b&gt;1.0&lt;/b&gt; &amp; co" in header
     cell = table_html(Table(title="<T>", columns=["a|b"], rows=[["<x>"], ["FAILED"]], notes=["1 < 2"]))
     assert "<caption>&lt;T&gt;</caption>" in cell and "<td>&lt;x&gt;</td>" in cell and "1 &lt; 2" in cell
@@ -113,10 +114,11 @@ def test_text_from_the_report_is_escaped() -> None:
 def test_the_same_report_gives_the_same_bytes_in_any_process(
     compared: tuple[dict, dict], compared_page: str, jev_page: str
 ) -> None:
-    assert render_html(*compared) == compared_page
+    assert render_html(Report.read_back(compared[0]), compared[1]) == compared_page
     code = (
         "import hashlib; from tests.reports import golden; from pytest_sys1cal.report.html import render_html; "
-        "print(hashlib.sha256(render_html(golden('jev')).encode()).hexdigest())"
+        "from pytest_sys1cal.run_report import Report; "
+        "print(hashlib.sha256(render_html(Report.read_back(golden('jev'))).encode()).hexdigest())"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
@@ -150,6 +152,6 @@ def test_a_thin_run_draws_what_it_can(answers: dict, expected: list[str]) -> Non
     report = report_document(
         model=model, dataset=dataset, repeats=1, seed=0, analysis=analyze(items, bootstrap=0), gates=[]
     )
-    page = render_html(report)
+    page = render_html(Report.read_back(report))
     assert list(figures(page)) == expected
     assert ("No figure: no rendering was measured" in page) == (not expected)

@@ -98,9 +98,10 @@ def test_the_page_keeps_its_content_security_policy(pages: dict[str, Path]) -> N
 def figure_of(key: str, report: dict, baseline: dict | None = None):  # noqa: ANN201 - a matplotlib Figure
     from pytest_sys1cal.report.figure_registry import SPECS
     from pytest_sys1cal.report.figures import Inputs
+    from pytest_sys1cal.run_report import Report
 
     spec = next(s for s in SPECS if s.key == key)
-    return spec.draw(Inputs.of(report, baseline))
+    return spec.draw(Inputs.of(report, Report.read_back(report).gates, baseline))
 
 
 def test_an_exact_zero_swap_shift_is_drawn_as_zero() -> None:

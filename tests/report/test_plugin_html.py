@@ -42,6 +42,7 @@ def test_help_lists_the_html_option(pytester: pytest.Pytester) -> None:
 @pytest.mark.usefixtures("matplotlib_loaded")
 def test_the_html_report_is_the_one_its_json_report_redraws(pytester: pytest.Pytester, tmp_path: Path) -> None:
     from pytest_sys1cal.report.html import render_html
+    from pytest_sys1cal.run_report import Report
 
     page, report = tmp_path / "out" / "report.html", tmp_path / "report.json"
     result = run(pytester, "--model=jev", f"--sys1cal-html={page}", f"--sys1cal-report={report}")
@@ -49,8 +50,8 @@ def test_the_html_report_is_the_one_its_json_report_redraws(pytester: pytest.Pyt
     result.stdout.fnmatch_lines([f"HTML report written to {page}"])
     html = page.read_text(encoding="utf-8")
     # Same cassettes and seed, same bytes: the page is the one the saved report (and the pinned one) redraws.
-    assert html == render_html(json.loads(report.read_text(encoding="utf-8")))
-    assert html == render_html(golden("jev"))
+    assert html == render_html(Report.read_back(json.loads(report.read_text(encoding="utf-8"))))
+    assert html == render_html(Report.read_back(golden("jev")))
     from pytest_sys1cal.__main__ import main
 
     assert main(["html", str(report), "-o", str(tmp_path / "redrawn.html")]) == 0
