@@ -15,7 +15,7 @@ import numpy as np
 
 from ..defaults import RECALIBRATION_SPLITS, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
 from ..document import ReportDocument
-from ..document_upgrade import Advice, Design, UpgradeMetric, UpgradeResult
+from ..document_upgrade import Advice, Design, GroupDifference, UpgradeMetric, UpgradeResult
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
 from .cells import group_differences, mark_regressed
 from .diagnosis import diagnose
@@ -172,23 +172,27 @@ def _measure(
             # Bootstrap p-values of the two one-sided tests: H0 Δ ≤ −δ (for PASS) and H0 Δ ≥ −δ₀ (for FAIL).
             "p_noninferior": float((1 + np.sum(boot <= -margin.drop)) / (boot.size + 1)),
             "p_worse": float((1 + np.sum(boot >= -margin.fail_drop)) / (boot.size + 1)),
-            "by_family": group_differences(
-                paired.family, clusters, counts, d, both, ovl_new, ovl_base, paired.instance_id, margin.fail_drop
-            ),
-            "by_representation": group_differences(
-                paired.representation,
-                clusters,
-                counts,
-                d,
-                both,
-                ovl_new,
-                ovl_base,
-                paired.instance_id,
-                margin.fail_drop,
-            ),
         }
     )
+    out["by_family"], out["by_representation"] = _cells(paired, clusters, counts, d, both, (ovl_new, ovl_base), margin)
     return out, boot
+
+
+def _cells(
+    paired: Paired,
+    clusters: Clusters,
+    counts: np.ndarray,
+    d: np.ndarray,
+    both: np.ndarray,
+    ovls: tuple[np.ndarray, np.ndarray],
+    margin: Margin,
+) -> tuple[dict[str, GroupDifference] | None, dict[str, GroupDifference] | None]:
+    """The Δ cells by family and by representation (analysis/cells.py), tested against the fail margin δ₀."""
+    family, representation = (
+        group_differences(groups, clusters, counts, d, both, *ovls, paired.instance_id, margin.fail_drop)
+        for groups in (paired.family, paired.representation)
+    )
+    return family, representation
 
 
 def _measured(metric: UpgradeMetric) -> tuple[float, float]:

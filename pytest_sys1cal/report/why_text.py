@@ -170,7 +170,7 @@ def why_table(result: ReportDocument) -> Table | None:
                 f"{_signed(why['mcb']['difference'], 4)}{_interval(why['mcb']['ci'], 4)}",
                 f"{_signed(why['dsc']['difference'], 4)}{_interval(why['dsc']['ci'], 4)}",
                 f"{_signed(recal.get('difference'))}{bounds}",
-                why.get("cause") or ("— (passed)" if row["verdict"] == "passed" else "—"),
+                why.get("cause") or "—",
             ]
         )
     if not rows:
