@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.runs import REPO
+
 PACKAGE = REPO / "pytest_sys1cal"
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
@@ -36,7 +37,7 @@ VOCABULARY = {
     "REPORT_SCHEMA",
     "MANIFEST_SCHEMA",
     "TREND_SCHEMA",
-    "REPLAY_INDEX_SCHEMA",
+    "REPLAY_CACHE_SCHEMA",
 }
 # What the pure parts must not import: they run without pytest (commands, reports read back) and
 # without the recording stack.

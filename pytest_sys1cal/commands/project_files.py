@@ -38,6 +38,7 @@ class Project:
     key_required: bool = False  # recording without the key is refused (jev)
     base_url_env: str | None = None  # set in CI when the adapter's default server is on the local machine
     local_server: bool = False
+    shards: int = 0  # init --shards N: the recording as a matrix of N shards and a merge (workflow_shards.py)
 
     @property
     def is_reference(self) -> bool:
@@ -98,21 +99,29 @@ def no_gates_yet(model: str, version: str) -> str:
 def workflow(project: Project) -> str:
     """The GitHub Actions workflow, with the project's secrets and example version filled in (the model and the
     version gated are the ini snippet's, ini_snippet; no baseline until the project has a second version)."""
-    record_env = [f"          {project.key_env}: ${{{{ secrets.{project.key_env} }}}}"] if project.key_env else []
-    if project.local_server and project.base_url_env:
-        record_env += [
-            f"          # {project.model}'s default server is on the local machine: set the repository variable",
-            f"          # {project.base_url_env} to the origin of the server to record from.",
-            f"          {project.base_url_env}: ${{{{ vars.{project.base_url_env} }}}}",
-        ]
+    record_env = record_env_lines(project, indent="          ")
     env = ["        env:", *record_env] if record_env else []
-    return (
+    text = (
         WORKFLOW_TEMPLATE.replace("@BASELINE@", json.dumps(""))
         .replace("@CEILING@", str(MAX_COST_CEILING))
         .replace("@PLUGIN@", project.plugin_version)
         .replace("@RECORD_ENV@\n", "".join(line + "\n" for line in env))
         .replace("@EXAMPLE@", "jev-1.14.0" if project.is_reference else f"{project.model}-2")
     )
+    return text  # init --shards replaces its record job (workflow_shards.py)
+
+
+def record_env_lines(project: Project, indent: str) -> list[str]:
+    """The recording step's environment: the key (a secret) and, for a server on the local machine by default,
+    the repository variable that says where the server is."""
+    lines = [f"{indent}{project.key_env}: ${{{{ secrets.{project.key_env} }}}}"] if project.key_env else []
+    if project.local_server and project.base_url_env:
+        lines += [
+            f"{indent}# {project.model}'s default server is on the local machine: set the repository variable",
+            f"{indent}# {project.base_url_env} to the origin of the server to record from.",
+            f"{indent}{project.base_url_env}: ${{{{ vars.{project.base_url_env} }}}}",
+        ]
+    return lines
 
 
 def ini_snippet(project: Project) -> str:
@@ -137,6 +146,12 @@ def next_steps(project: Project) -> list[str]:
         "Actions → sys1cal → Run workflow (version, dollar cap) records a version; unzip its cassettes artifact "
         f"into cassettes/{project.model}/<version>/ and commit it"
     )
+    if project.shards:
+        dispatch = (
+            f"Actions → sys1cal → Run workflow (version, dollar cap) records a version on {project.shards} machines "
+            "at once, then merges and gates it; re-run a failed shard alone (Re-run failed jobs: it resumes). Unzip "
+            f"the merge job's cassettes artifact into cassettes/{project.model}/<version>/ and commit it"
+        )
     if project.is_reference:
         return [
             "pytest --sys1cal    replays the bundled reference offline and gates it (no key, no network)",
