@@ -10,12 +10,8 @@ from dataclasses import dataclass
 from typing import cast
 
 from .dataset import Dataset
-<<<<<<< HEAD
-from .document import Counts, Interrupted, ReportDocument, report_document
-from .document_why import MapUsed
-=======
 from .document import Counts, Interrupted, ReportDocument, ShardBlock, report_document
->>>>>>> main
+from .document_why import MapUsed
 from .escape import quoted
 from .gates.rows import GateRow, GateSummary, Outcome, summarize
 from .gates.schema import Thresholds
@@ -45,13 +41,10 @@ class RunFacts:
     # (session/gate_advice.py words it; it names no output of this run, so the report stays the same wherever
     # it is written).
     write_gates: str | None = None
-<<<<<<< HEAD
     # --sys1cal-recalibration: every mapped answer goes through this map before the analysis (recalibration_map.py).
     recalibration: RecalibrationMap | None = None
-=======
     # A run of one shard (--sys1cal-shard): the report's ``shard`` block; such a run gates nothing.
     shard: ShardBlock | None = None
->>>>>>> main
 
 
 @dataclass(frozen=True)
@@ -141,13 +134,9 @@ def build_report(
     interrupted = interruption(facts, data["counts"])
     if interrupted is not None:  # only then: the report of a run that went through its selection is unchanged
         data["interrupted"] = interrupted
-<<<<<<< HEAD
-    gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts)
-=======
     if facts.shard is not None:  # only then: the report of a run of the whole dataset is unchanged
         data["shard"] = facts.shard
-    gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts.seed)
->>>>>>> main
+    gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts)
     data["gates"] = [gate.to_json() for gate in gates]
     if baseline is not None:  # only then: a report without a baseline is unchanged
         from .gates.upgrade_verdict import comparison_block

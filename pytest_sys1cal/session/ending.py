@@ -117,12 +117,8 @@ def _facts(run: Sys1CalRun) -> RunFacts:
         selected=run.interruption.selected,
         shard=run.shard.facts(run.dataset) if run.shard else None,
         stopped=run.interruption.reason,
-<<<<<<< HEAD
-        write_gates=write_gates(run.advice),
-        recalibration=run.recalibration,
-=======
         write_gates=None if run.shard else write_gates(run.advice),  # a shard's gates come from the merged folder
->>>>>>> main
+        recalibration=run.recalibration,
     )
 
 

@@ -114,19 +114,18 @@ OPTIONS = [
         metavar="PATH|VERSION",
     ),
     Option(
-<<<<<<< HEAD
         "--sys1cal-recalibration",
         "replay through this recalibration map (python -m pytest_sys1cal recalibrate writes one): every answer of a "
         "mapped primitive goes through it before the analysis and the gates, so what is gated is what a team ships",
         metavar="MAP.json",
         path=True,
-=======
+    ),
+    Option(
         "--sys1cal-shard",
         "record (or replay) shard I of N: whole latent problems, dealt out by their priced cost; the shard's report "
         "gates nothing, and `python -m pytest_sys1cal merge` joins the shards' folders into one version folder",
         type=shard_spec,
         metavar="I/N",
->>>>>>> main
     ),
     Option("--sys1cal-seed", "seed of every resampling procedure", 0, type=non_negative_int, metavar="N"),
     Option(

@@ -23,12 +23,7 @@ from tests.runs import REPO
 # Draws every figure of whole runs with matplotlib.
 pytestmark = pytest.mark.slow
 
-<<<<<<< HEAD
-REPO = Path(__file__).resolve().parents[2]
 EVERY_RUN = ["transfer", "reliability", "score", "score-choice", "sensitivity", "groups", "readout", "why"]
-=======
-EVERY_RUN = ["transfer", "reliability", "score", "score-choice", "sensitivity", "groups", "readout"]
->>>>>>> main
 
 
 @pytest.fixture(scope="module")
