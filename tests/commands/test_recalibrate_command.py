@@ -15,9 +15,8 @@ import pytest
 
 from pytest_sys1cal.analysis.isotonic import fit_map
 from pytest_sys1cal.recalibration_map import load_map
+from tests.runs import GOLDEN, sys1cal
 
-REPO = Path(__file__).resolve().parents[2]
-GOLDEN = REPO / "tests" / "golden"
 COLUMNS = {"noul": "p_noul", "choice": "p_choice", "score": "mu_score"}
 
 # Runs the command in a child process, and pytest through pytester.
@@ -65,9 +64,7 @@ def fitted_noul(document: dict) -> tuple[list[float], list[float]]:
 
 def test_a_run_through_the_map_puts_every_answer_through_it(pytester: pytest.Pytester, jev_map: Path) -> None:
     report = pytester.path / "mapped.json"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-recalibration={jev_map}", f"--sys1cal-report={report}", "-p", "no:cacheprovider"
-    )
+    result = sys1cal(pytester, f"--sys1cal-recalibration={jev_map}", f"--sys1cal-report={report}")
     text = result.stdout.str()
     assert f"answers through the recalibration map {jev_map}" in text  # the header
     assert "notice: answers replayed through the recalibration map map.json (Noul, Choice, Score; fitted on " in text
@@ -111,7 +108,7 @@ def test_a_run_through_the_map_puts_every_answer_through_it(pytester: pytest.Pyt
 )
 def test_a_bad_map_is_one_usage_error_line(pytester: pytest.Pytester, content: str, expected: str) -> None:
     (pytester.path / "map.json").write_text(content, encoding="utf-8")
-    result = pytester.runpytest("--sys1cal", "--sys1cal-recalibration=map.json", "-p", "no:cacheprovider")
+    result = sys1cal(pytester, "--sys1cal-recalibration=map.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in (result.stdout.str() + result.stderr.str()).splitlines() if line.startswith("ERROR: ")]
     assert len(errors) == 1 and expected in errors[0], errors

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.browser import find_chromium, open_page
-from tests.version_roots import JEV, OLD, REPO
+from tests.runs import REAL_ANALYSIS, THRESHOLDS, sys1cal
+from tests.version_roots import JEV, OLD
 from tests.why_copies import distorted
 
 pytest.importorskip("matplotlib", reason="the HTML report needs the html extra: pip install 'pytest-sys1cal[html]'")
@@ -52,16 +53,15 @@ def outputs(pytester: pytest.Pytester, tmp_path: Path) -> Path:
     root = tmp_path / "cassettes"
     shutil.copytree(JEV, root / "jev" / OLD)
     distorted(JEV, root, DISTORTED)
-    result = pytester.runpytest(
-        "--sys1cal",
+    result = sys1cal(
+        pytester,
+        *REAL_ANALYSIS,  # the triptych draws the intervals and the consistency band
         f"--sys1cal-cassettes={root}",
-        f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}",
+        f"--sys1cal-thresholds={THRESHOLDS}",
         f"--sys1cal-model-version={DISTORTED}",
         f"--sys1cal-baseline={OLD}",
         f"--sys1cal-html={tmp_path / 'report.html'}",
         f"--sys1cal-markdown={tmp_path / 'comment.md'}",
-        "-p",
-        "no:cacheprovider",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-2000:]
     return tmp_path

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.version_roots import JEV, OLD, REPO
+from tests.runs import GOLDEN, REAL_ANALYSIS, THRESHOLDS, sys1cal
+from tests.version_roots import JEV, OLD
 from tests.why_copies import distorted, shuffled
 
-THRESHOLDS = REPO / "thresholds.yaml"
 DISTORTED, SHUFFLED = "jev-1.14.0", "jev-1.15.0"
 
 
@@ -37,16 +37,15 @@ def upgrade(
 ) -> tuple[pytest.RunResult, dict]:
     report = tmp_path / f"{version}.json"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
-    result = pytester.runpytest(
-        "--sys1cal",
+    result = sys1cal(
+        pytester,
+        *REAL_ANALYSIS,  # the intervals and the held-out splits are what these tests read
         f"--sys1cal-cassettes={root}",
         f"--sys1cal-thresholds={THRESHOLDS}",
         f"--sys1cal-model-version={version}",
         f"--sys1cal-baseline={OLD}",
         f"--sys1cal-report={report}",
         f"--sys1cal-markdown={tmp_path / 'comment.md'}",
-        "-p",
-        "no:cacheprovider",
     )
     return result, json.loads(report.read_text(encoding="utf-8"))
 
@@ -97,7 +96,7 @@ def test_answers_shuffled_across_latent_problems_are_diagnosed_as_lost_discrimin
         assert why["line"].endswith("retraining, not recalibration"), why["line"]
     # The shuffled version's own analysis says the same: its DSC is gone, and held out its best recalibration falls
     # far short of the original's (a map fitted on the same problems flatters it).
-    original = json.loads((REPO / "tests" / "golden" / "jev-report.json").read_text(encoding="utf-8"))
+    original = json.loads((GOLDEN / "jev-report.json").read_text(encoding="utf-8"))
     for prim, parts in report["decomposition"].items():
         assert parts["dsc"] < 0.005 and parts["dsc_ci"][0] > -1e-12, prim  # ≥ 0 up to rounding
         held = report["recalibrated"][prim]
