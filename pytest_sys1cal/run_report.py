@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from .dataset import Dataset
-from .document import Counts, Interrupted, ReportDocument, ShardBlock, report_document
+from .document import Counts, Interrupted, Measured, ReportDocument, ShardBlock, report_document
 from .document_why import MapUsed
 from .escape import quoted
 from .gates.rows import GateRow, GateSummary, Outcome, summarize
@@ -101,11 +101,8 @@ def build_report(
     options = thresholds.analysis_options() if thresholds else {}
     # The rows' samples too are parsed with the collector paused (analysis.collector_paused says why).
     with collector_paused():
-        items = analysis_rows(rows, dataset)
-        if facts.recalibration is not None:
-            items = [{**item, "samples": facts.recalibration.apply(item["samples"])} for item in items]
         analysis = analyze(
-            items,
+            _mapped(facts, analysis_rows(rows, dataset)),
             seed=facts.seed,
             bootstrap=facts.bootstrap,
             recalibration_splits=facts.recalibration_splits,
@@ -146,6 +143,13 @@ def build_report(
         )
     data["notices"] = _notices(facts, thresholds, baseline, gates)
     return Report.of(data, gates)
+
+
+def _mapped(facts: RunFacts, items: list[Measured]) -> list[Measured]:
+    """The rows' answers through the recalibration map of --sys1cal-recalibration (recalibration_map.py), if any."""
+    if facts.recalibration is None:
+        return items
+    return [{**item, "samples": facts.recalibration.apply(item["samples"])} for item in items]
 
 
 def _gates(
