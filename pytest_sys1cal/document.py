@@ -17,6 +17,7 @@ from typing import Any, Literal, NotRequired, TypedDict, cast
 from . import __version__
 from .document_decisions import Decisions, OptionSwap, Readout, RecalibratedReadout
 from .document_upgrade import Comparison, UpgradeDetails
+from .document_why import Decomposition, HeldOutMap, MapUsed, Reliability, RepeatNoise
 from .errors import InputError
 from .vocabulary import REPORT_SCHEMA, Verdict
 
@@ -263,6 +264,12 @@ class Analysis(TypedDict):
     readout: dict[str, Readout]
     readout_recalibrated: dict[str, RecalibratedReadout]
     calibration: dict[str, CalibrationRow]
+    # Why it reads so (docs/statistics.md §8). Absent from reports written before they existed (a saved baseline may
+    # be one): readers use .get().
+    decomposition: NotRequired[dict[str, Decomposition]]
+    reliability: NotRequired[dict[str, Reliability]]
+    repeat_noise: NotRequired[dict[str, RepeatNoise]]
+    recalibrated: NotRequired[dict[str, HeldOutMap]]
     items: list[Item]
 
 
@@ -279,6 +286,7 @@ class ReportDocument(Analysis):
     interrupted: NotRequired[Interrupted]
     shard: NotRequired[ShardBlock]
     comparison: NotRequired[Comparison]
+    recalibration: NotRequired[MapUsed]  # only in a run replayed through a map (--sys1cal-recalibration)
 
 
 def report_document(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
+from .document_why import CellTests, Why, WorstRendering
+
 
 class Design(TypedDict):
     """Whether the comparison can decide at its margin at all (docs/statistics.md §6.6)."""
@@ -32,7 +34,8 @@ class Advice(TypedDict):
 
 
 class GroupDifference(TypedDict):
-    """Δ of one family, descriptive (docs/statistics.md §6.5)."""
+    """Δ of one family or representation (docs/statistics.md §6.5): its interval descriptive, its mark a
+    Benjamini–Hochberg discovery (analysis/cells.py; absent from reports written before the cells were tested)."""
 
     n: int
     latent_problems: int
@@ -43,6 +46,11 @@ class GroupDifference(TypedDict):
     ci: list[float] | None
     level: float
     resamples: int
+    rest: NotRequired[float | None]
+    p_value: NotRequired[float | None]
+    q_value: NotRequired[float | None]
+    regressed: NotRequired[bool]
+    worst: NotRequired[list[WorstRendering]]
 
 
 class UpgradeMetric(TypedDict):
@@ -66,6 +74,7 @@ class UpgradeMetric(TypedDict):
     p_noninferior: NotRequired[float]
     p_worse: NotRequired[float]
     by_family: NotRequired[dict[str, GroupDifference] | None]
+    by_representation: NotRequired[dict[str, GroupDifference] | None]
     lower: NotRequired[float]
     lower_level: NotRequired[float]
     upper: NotRequired[float]
@@ -77,6 +86,7 @@ class UpgradeMetric(TypedDict):
     sigma_delta: NotRequired[float | None]
     design: NotRequired[Design]
     advice: NotRequired[Advice]
+    why: NotRequired[Why]
 
 
 class UpgradeResult(TypedDict):
@@ -92,6 +102,7 @@ class UpgradeResult(TypedDict):
     resamples: int
     seed: int
     power: float
+    cells: CellTests
     metrics: dict[str, UpgradeMetric]
 
 
@@ -126,6 +137,7 @@ class UpgradeDetails(UpgradeMetric):
     repeats: int
     resamples: int
     seed: int
+    cells: NotRequired[CellTests]
 
 
 # ---------------------------------------------------------------------------------------------- the comparison block
@@ -165,6 +177,7 @@ class PrimitiveComparison(TypedDict, total=False):
     margin: float
     fail_margin: float
     tolerated: bool
+    why: Why
     reason: str
 
 
@@ -209,3 +222,4 @@ class Comparison(TypedDict):
     primitives: dict[str, PrimitiveComparison]
     absolute_gates: AbsoluteGates
     renderings: list[MovedRendering]
+    cells: NotRequired[CellTests]  # absent from reports written before the cells were tested

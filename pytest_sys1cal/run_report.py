@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from .dataset import Dataset
-from .document import Counts, Interrupted, ReportDocument, ShardBlock, report_document
+from .document import Counts, Interrupted, Measured, ReportDocument, ShardBlock, report_document
+from .document_why import MapUsed
 from .escape import quoted
 from .gates.rows import GateRow, GateSummary, Outcome, summarize
 from .gates.schema import Thresholds
 from .gates.upgrade_margins import upgrade_notices
+from .recalibration_map import RecalibrationMap, map_notice
 from .results import ResultRow, analysis_rows
 
 
@@ -38,6 +41,8 @@ class RunFacts:
     # (session/gate_advice.py words it; it names no output of this run, so the report stays the same wherever
     # it is written).
     write_gates: str | None = None
+    # --sys1cal-recalibration: every mapped answer goes through this map before the analysis (recalibration_map.py).
+    recalibration: RecalibrationMap | None = None
     # A run of one shard (--sys1cal-shard): the report's ``shard`` block; such a run gates nothing.
     shard: ShardBlock | None = None
 
@@ -97,7 +102,7 @@ def build_report(
     # The rows' samples too are parsed with the collector paused (analysis.collector_paused says why).
     with collector_paused():
         analysis = analyze(
-            analysis_rows(rows, dataset),
+            _mapped(facts, analysis_rows(rows, dataset)),
             seed=facts.seed,
             bootstrap=facts.bootstrap,
             recalibration_splits=facts.recalibration_splits,
@@ -121,12 +126,14 @@ def build_report(
         seed=facts.seed,
         analysis=analysis,
     )
+    if facts.recalibration is not None:  # only then: a report of the raw answers is unchanged
+        data["recalibration"] = cast(MapUsed, facts.recalibration.describe())
     interrupted = interruption(facts, data["counts"])
     if interrupted is not None:  # only then: the report of a run that went through its selection is unchanged
         data["interrupted"] = interrupted
     if facts.shard is not None:  # only then: the report of a run of the whole dataset is unchanged
         data["shard"] = facts.shard
-    gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts.seed)
+    gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts)
     data["gates"] = [gate.to_json() for gate in gates]
     if baseline is not None:  # only then: a report without a baseline is unchanged
         from .gates.upgrade_verdict import comparison_block
@@ -138,8 +145,15 @@ def build_report(
     return Report.of(data, gates)
 
 
+def _mapped(facts: RunFacts, items: list[Measured]) -> list[Measured]:
+    """The rows' answers through the recalibration map of --sys1cal-recalibration (recalibration_map.py), if any."""
+    if facts.recalibration is None:
+        return items
+    return [{**item, "samples": facts.recalibration.apply(item["samples"])} for item in items]
+
+
 def _gates(
-    data: ReportDocument, total: int, thresholds: Thresholds | None, baseline: Baseline | None, seed: int
+    data: ReportDocument, total: int, thresholds: Thresholds | None, baseline: Baseline | None, facts: RunFacts
 ) -> list[GateRow]:
     """Every configured gate. On a run of the whole dataset a gate that could not be measured fails; on part
     of it (-k, a stop, failed renderings) the threshold gates are not applicable."""
@@ -151,7 +165,14 @@ def _gates(
     gates = not_applicable(gates, partial) if partial else unmeasured_fails(gates)
     if baseline is not None:
         config = thresholds.regression if thresholds else None
-        rows = evaluate_upgrade(config, data, baseline.report, seed=seed, baseline_name=baseline.name)
+        rows = evaluate_upgrade(
+            config,
+            data,
+            baseline.report,
+            seed=facts.seed,
+            baseline_name=baseline.name,
+            splits=facts.recalibration_splits,
+        )
         # A comparison describes the renderings it paired, so it stands on part of the dataset too; on a run
         # of the whole dataset a primitive that could not be compared fails rather than pass unseen.
         gates += rows if partial else unmeasured_fails(rows)
@@ -201,6 +222,8 @@ def _notices(
 ) -> list[str]:
     """What the user must know about this run's inputs, said in the terminal, the summary and the report."""
     notices = []
+    if facts.recalibration is not None:
+        notices.append(map_notice(facts.recalibration, facts.model, facts.version))
     if facts.server_model and facts.server_model != facts.version:
         notices.append(  # the server's words quoted as such (escape.py), each renderer escapes them in turn
             f"the server reported model {quoted(facts.server_model)}, not the pinned {facts.version}: these answers are "

@@ -34,4 +34,5 @@ REPORT_SCHEMA = "sys1cal-report/1"
 MANIFEST_SCHEMA = "sys1cal-cassettes/1"
 SHARD_SCHEMA = "sys1cal-shard/1"  # a shard's shard.json (store/shard_manifest.py)
 TREND_SCHEMA = "sys1cal-trend/1"
+MAP_SCHEMA = "sys1cal-recalibration/1"  # a recalibration map (recalibration_map.py)
 REPLAY_CACHE_SCHEMA = 1  # the format of a replay cache entry (store/replay_cache.py)

@@ -20,11 +20,14 @@ from .breakdown import breakdown
 from .calibration import calibration
 from .choice_calibration import choice_calibration_table
 from .decisions import decisions_table
+from .decomposition import decompositions
+from .held_out_maps import recalibrated_table
 from .items import aggregate_items
 from .latent import LatentData
 from .primitives import per_primitive, primitive_probabilities, primitive_table
 from .readout import readout
 from .recalibration import recalibrated_readouts
+from .repeat_noise import repeat_noise
 from .sensitivity import spread
 from .swap import option_swap_table
 from .uncertainty import uncertainty_table
@@ -76,6 +79,7 @@ def _analyze(
     probs = primitive_probabilities(table)
     latent = LatentData.of(table.mu_score, table.p_choice, table.p_star, table.latent_ids)
     readout_probs = {**probs, "choice": table.p_choice_both_orders}
+    decomposition, reliability = decompositions(probs, table.p_star, table.latent_ids, seed=seed, bootstrap=bootstrap)
     return {
         "counts": table.counts(),
         "primitives": primitive_table(table),
@@ -91,5 +95,13 @@ def _analyze(
             readout_probs, table.p_star, table.latent_ids, seed=seed, splits=recalibration_splits
         ),
         "calibration": per_primitive(probs, calibration, table.p_star),
+        # Why a version moved (docs/statistics.md §8): the Brier score's parts, the bin-free curve, repeat noise
+        # apart from bias, and what a held-out monotone recalibration recovers.
+        "decomposition": decomposition,
+        "reliability": reliability,
+        "repeat_noise": repeat_noise(table),
+        "recalibrated": recalibrated_table(
+            probs, table.p_star, table.latent_ids, latent, seed=seed, splits=recalibration_splits
+        ),
         "items": table.rows(),
     }

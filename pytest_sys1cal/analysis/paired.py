@@ -60,6 +60,7 @@ class Paired:
     new_repeats: dict[str, np.ndarray | None]  # primitive → (n, r) per-repeat probabilities, or None
     base_repeats: dict[str, np.ndarray | None]
     family: list[str | None]  # of each rendering, for the per-family Δ (None in a report without it)
+    representation: list[str | None]  # likewise, for the per-representation Δ
     repeats: int
     only_in_new: int
     only_in_baseline: int
@@ -104,6 +105,7 @@ def pair_reports(new: ReportDocument, baseline: ReportDocument) -> Paired:
         new_repeats=per_repeat(new_rows, new_r) if _per_answer(new) == 1 else dict.fromkeys(COLUMNS),
         base_repeats=per_repeat(base_rows, base_r) if _per_answer(baseline) == 1 else dict.fromkeys(COLUMNS),
         family=[new_items[i].get("family") for i in shared],
+        representation=[new_items[i].get("representation") for i in shared],
         repeats=new_avg,
         only_in_new=len(new_items.keys() - base_items.keys()),
         only_in_baseline=len(base_items.keys() - new_items.keys()),

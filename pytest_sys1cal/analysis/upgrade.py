@@ -1,27 +1,29 @@
 """The upgrade comparison: a run against a baseline report, mean OVL per primitive paired by rendering,
 a latent-problem bootstrap, a three-way verdict per primitive and Holm across them (docs/statistics.md §6),
-the same Δ per family (§6.5, descriptive) and whether the comparison can decide at its margin at all
-(§6.6). Knows nothing of pytest or of thresholds.yaml."""
+the same Δ per family and per representation with the cells that regressed marked (§6.5, analysis/cells.py),
+whether the comparison can decide at its margin at all (§6.6), and, asked for, why each primitive moved (§8.5,
+analysis/diagnosis.py). Knows nothing of pytest or of thresholds.yaml."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
 
-from ..defaults import UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
+from ..defaults import RECALIBRATION_SPLITS, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
 from ..document import ReportDocument
 from ..document_upgrade import Advice, Design, GroupDifference, UpgradeMetric, UpgradeResult
 from ..vocabulary import LABELS, PRIMITIVES, Verdict
+from .cells import group_differences, mark_regressed
+from .diagnosis import diagnose
 from .paired import Paired, holm, pair_reports, per_repeat_ovl, within_variance
 from .primitives import ovl
 from .stats import Clusters
 
 POWER = 0.8  # of the sample-size advice for inconclusive verdicts
-GROUP_LEVEL = 0.95  # per-family two-sided percentile intervals, one per cell, not corrected for the number of cells
 _NORMAL = NormalDist()
 
 
@@ -47,11 +49,17 @@ def compare_reports(
     seed: int = 0,
     resamples: int = UPGRADE_RESAMPLES,
     primitives: Iterable[str] = PRIMITIVES,
+    splits: int = RECALIBRATION_SPLITS,
+    explain: bool = False,
 ) -> UpgradeResult:
     """Compare mean OVL per primitive, new − baseline, paired by rendering. JSON-able (no NaN).
 
     margins: per primitive (default Margin() for each gated primitive). primitives: the gated metrics;
     a gated primitive not measured in both reports gets verdict NOT MEASURED and leaves the Holm family.
+    explain: add each compared primitive's ``why`` (analysis/diagnosis.py: ΔMCB, ΔDSC, the recalibrated Δ over
+    `splits` held-out splits, the diagnosis), which the upgrade gate asks for; it refits both versions' curves,
+    about as long again as the comparison itself. Each compared primitive's cells by family and by representation
+    are tested and marked (analysis/cells.py).
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
@@ -71,6 +79,11 @@ def compare_reports(
     measured = list(boots)
     if measured:
         _decide_with_holm(metrics, boots, margins, paired, alpha)
+    for prim in measured if explain else ():
+        metrics[prim]["why"] = diagnose(
+            paired, prim, clusters, counts, metrics[prim], alpha=alpha, seed=seed, splits=splits
+        )
+    cells = mark_regressed(metrics)
     return {
         "matched": len(paired.instance_id),
         "only_in_new": paired.only_in_new,
@@ -83,6 +96,7 @@ def compare_reports(
         "resamples": resamples,
         "seed": seed,
         "power": POWER,
+        "cells": cells,
         "metrics": metrics,
     }
 
@@ -158,10 +172,27 @@ def _measure(
             # Bootstrap p-values of the two one-sided tests: H0 Δ ≤ −δ (for PASS) and H0 Δ ≥ −δ₀ (for FAIL).
             "p_noninferior": float((1 + np.sum(boot <= -margin.drop)) / (boot.size + 1)),
             "p_worse": float((1 + np.sum(boot >= -margin.fail_drop)) / (boot.size + 1)),
-            "by_family": group_differences(paired.family, clusters, counts, d, both, ovl_new, ovl_base),
         }
     )
+    out["by_family"], out["by_representation"] = _cells(paired, clusters, counts, d, both, (ovl_new, ovl_base), margin)
     return out, boot
+
+
+def _cells(
+    paired: Paired,
+    clusters: Clusters,
+    counts: np.ndarray,
+    d: np.ndarray,
+    both: np.ndarray,
+    ovls: tuple[np.ndarray, np.ndarray],
+    margin: Margin,
+) -> tuple[dict[str, GroupDifference] | None, dict[str, GroupDifference] | None]:
+    """The Δ cells by family and by representation (analysis/cells.py), tested against the fail margin δ₀."""
+    family, representation = (
+        group_differences(groups, clusters, counts, d, both, *ovls, paired.instance_id, margin.fail_drop)
+        for groups in (paired.family, paired.representation)
+    )
+    return family, representation
 
 
 def _measured(metric: UpgradeMetric) -> tuple[float, float]:
@@ -273,52 +304,6 @@ def _advice(
         f"{POWER:.0%} power{note}"
     )
     return advice
-
-
-# ---------------------------------------------------------------------------------------------- by family
-
-
-def group_differences(
-    groups: Sequence[str | None],
-    clusters: Clusters,
-    counts: np.ndarray,
-    d: np.ndarray,
-    both: np.ndarray,
-    ovl_new: np.ndarray,
-    ovl_base: np.ndarray,
-) -> dict[str, GroupDifference] | None:
-    """Per group with paired renderings (keys sorted): n, latent problems, mean OVL in the baseline and the
-    new run, their difference Δ, and its bootstrap SE and 95% interval.
-
-    d: per rendering OVL_new − OVL_base (0 where not paired); both: paired; counts: (B, J) latent-problem
-    multiplicities of the upgrade comparison's bootstrap. A group's Δ in one resample is the ratio of its resampled
-    sums, as for the whole dataset; resamples that drew none of its latent problems are left out
-    (``resamples`` says how many remain). None when an item has no group (a report without ``family``)."""
-    if any(group is None for group in groups):
-        return None
-    labels = np.asarray(groups, dtype=str)
-    out: dict[str, GroupDifference] = {}
-    for name in sorted(set(labels[both].tolist())):
-        rows = both & (labels == name)
-        numerator = counts @ clusters.sums(np.where(rows, d, 0.0))
-        denominator = counts @ clusters.sums(rows.astype(float))
-        drawn = denominator > 0
-        boot = numerator[drawn] / denominator[drawn]
-        enough = boot.size >= 2
-        out[name] = {
-            "n": int(rows.sum()),
-            "latent_problems": int(np.unique(clusters.codes[rows]).size),
-            "baseline": float(ovl_base[rows].mean()),
-            "new": float(ovl_new[rows].mean()),
-            "difference": float(d[rows].mean()),
-            "se": float(boot.std(ddof=1)) if enough else None,
-            "ci": [float(q) for q in np.quantile(boot, [(1 - GROUP_LEVEL) / 2, (1 + GROUP_LEVEL) / 2])]
-            if enough
-            else None,
-            "level": GROUP_LEVEL,
-            "resamples": int(boot.size),
-        }
-    return out
 
 
 # ---------------------------------------------------------------------------------------------- can it decide

@@ -198,6 +198,22 @@ KINDS: dict[str, GateKind] = {
         Bound(
             "max_brier", "max", (("calibration", "{p}", "brier"),), "Brier (mean (p − p*)²)", "calibration.{p}.brier"
         ),
+        # Optional: the Brier decomposition's parts against p* (docs/statistics.md §8.1), which the shipped file
+        # does not set; `python -m pytest_sys1cal thresholds` writes them by the same rule as the others.
+        Bound(
+            "max_mcb",
+            "max",
+            (("decomposition", "{p}", "mcb"),),
+            "miscalibration MCB (Brier decomposition against p*)",
+            "decomposition.{p}.mcb",
+        ),
+        Bound(
+            "min_dsc",
+            "min",
+            (("decomposition", "{p}", "dsc"),),
+            "discrimination DSC (Brier decomposition against p*)",
+            "decomposition.{p}.dsc",
+        ),
         Bound(
             "max_swap_shift",
             "max",

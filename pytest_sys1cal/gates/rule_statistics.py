@@ -7,8 +7,8 @@
   One recording shows that noise only where it asked a rendering more than once (repeats ≥ 2); with one
   repeat (or answers that never change) its spread is zero, and the rule's minimum slack stands in for it.
 
-Every statistic is the analysis's own (mean and median OVL, ECE, Brier, Table 6's mean pairwise and max TV, the
-option-swap shift and first-position bias); the tests check the measured values and the problem SEs against
+Every statistic is the analysis's own (mean and median OVL, ECE, Brier, the Brier decomposition's MCB and DSC,
+Table 6's mean pairwise and max TV, the option-swap shift and first-position bias); the tests check the measured values and the problem SEs against
 re-running the analysis. Pure numpy; reads nothing and writes nothing.
 """
 
@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..analysis.calibration import BINS, equal_width_bins
+from ..analysis.decomposition import resampled
 from ..analysis.items import LEVEL_VALUES, ItemTable
 from ..analysis.sensitivity import per_problem_spread
 from ..analysis.swap import first_position_share
@@ -66,6 +67,9 @@ def primitive_statistics(p: np.ndarray, table: ItemTable, codes: np.ndarray, wei
             "max_ece": (np.abs(w @ gap).sum(axis=1) / total, None),
             "max_brier": (w @ (p - target) ** 2 / total, None),
         }
+        # The isotonic fit under every weight row; row 0 of the rule's weights is the run itself (all ones).
+        parts = resampled(p, target, weights[1:], item_codes)[0]
+        out.update(max_mcb=(parts["mcb"], None), min_dsc=(parts["dsc"], None))
         _, pairwise, max_gap = per_problem_spread(p, table.latent_ids[asked])
         out.update(_problem_means(pairwise, max_gap, np.unique(item_codes), weights))
     return out

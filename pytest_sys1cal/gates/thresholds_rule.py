@@ -172,11 +172,15 @@ def margin_of(key: str, value: float, se: float, repeat_se: float | None, min_sl
     return max(candidates, key=lambda pair: pair[0])
 
 
+# The statistics in squared-error units (the Brier score and its decomposition's parts), whose slack is scaled.
+SQUARED = ("max_brier", "max_mcb", "min_dsc")
+
+
 def slack_for(key: str, value: float, min_slack: float) -> float:
     """The minimum slack in the statistic's own units. It is stated on the probability scale, where every
-    statistic but Brier lives; Brier, a mean of squared errors, takes what moving every answer by the slack s
-    does to it at most: 2·√Brier·s + s²."""
-    if key == "max_brier":
+    statistic but the squared-error ones lives; Brier, a mean of squared errors, takes what moving every answer
+    by the slack s does to it at most, 2·√Brier·s + s², and so do the parts of its decomposition, MCB and DSC."""
+    if key in SQUARED:
         return 2 * math.sqrt(max(value, 0.0)) * min_slack + min_slack**2
     return min_slack
 

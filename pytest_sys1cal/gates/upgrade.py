@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..defaults import RECALIBRATION_SPLITS
 from ..document import ModelBlock, ReportDocument
 from ..document_upgrade import UpgradeDetails, UpgradeMetric, UpgradeResult
 from ..errors import InputError
@@ -39,10 +40,13 @@ def evaluate_upgrade(
     seed: int = 0,
     *,
     baseline_name: str = "the baseline",
+    splits: int = RECALIBRATION_SPLITS,
+    explain: bool = True,
 ) -> list[GateRow]:
     """Rows of the upgrade gate: per gated primitive, mean OVL of this run against the baseline, paired by
     rendering, with verdict "passed", "FAILED", "inconclusive" or "not measured". Each row adds
-    ``baseline``, ``new`` (mean OVL over the paired renderings) and ``details`` (the full comparison).
+    ``baseline``, ``new`` (mean OVL over the paired renderings) and ``details`` (the full comparison, with why
+    each primitive moved unless `explain` is False: the trend's steps leave it out).
 
     Raises UpgradeError when the baseline is not a report, was computed on another dataset, or has a
     different number of repeats per rendering."""
@@ -62,6 +66,8 @@ def evaluate_upgrade(
             seed=seed,
             resamples=config.resamples,
             primitives=config.primitives,
+            splits=splits,
+            explain=explain,
         )
     except PairingError as exc:
         raise UpgradeError(f"{baseline_name}: {exc}") from None
@@ -87,6 +93,7 @@ def _upgrade_row(
         "repeats": comparison["repeats"],
         "resamples": comparison["resamples"],
         "seed": comparison["seed"],
+        "cells": comparison["cells"],
     }
     return GateRow(
         name=f"regression.{prim}.mean_ovl",

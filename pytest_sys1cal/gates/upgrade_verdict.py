@@ -55,7 +55,7 @@ def comparison_block(
     moves = rendering_moves(report, baseline, compared)
     paired = next((gate.details["matched"] for gate in summary.upgrade if gate.details), len(moves))
     said = decided_by(verdict, primitives)
-    return {
+    block: Comparison = {
         "headline": f"{compared_names(side, candidate)}: {verdict}" + (f" ({said})" if said else ""),
         "summary": said,
         "verdict": verdict,
@@ -66,6 +66,10 @@ def comparison_block(
         "absolute_gates": absolute_gates(summary.absolute),
         "renderings": [{**row, "node_id": (node_ids or {}).get(row["instance_id"])} for row in moves],
     }
+    cells = next((gate.details["cells"] for gate in summary.upgrade if gate.details and "cells" in gate.details), None)
+    if cells:  # how the Δ cells were marked (the same in every row of one comparison)
+        block["cells"] = cells
+    return block
 
 
 def _primitive(gate: GateRow) -> PrimitiveComparison:
@@ -93,6 +97,8 @@ def _primitive(gate: GateRow) -> PrimitiveComparison:
                 "upper_level": details["upper_level"],
             }
         )
+    if "why" in details:  # why it moved (docs/statistics.md §8.5)
+        out["why"] = details["why"]
     if "reason" in details:  # not compared, and why
         out["reason"] = details["reason"]
     return out

@@ -1,4 +1,5 @@
-"""Table 1 by family and by representation, and the upgrade comparison by family, as `Table` data."""
+"""Table 1 by family and by representation, and the upgrade comparison by family and by representation (its cells
+marked where they regressed), as `Table` data."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from ..vocabulary import LABELS
 from .table import Table, fmt
 
 MOVED_MOST = 3  # cells named in the "moved most" note of the comparison by family
+REGRESSED = "regressed"  # the mark of a cell that is a Benjamini–Hochberg discovery (analysis/cells.py)
+Grouping = Literal["by_family", "by_representation"]
+GROUPINGS: dict[Grouping, str] = {"by_family": "family", "by_representation": "representation"}
 
 
 class Overall(TypedDict):
@@ -67,11 +71,15 @@ def by_representation_table(result: ReportDocument) -> Table | None:
     return _breakdown_table(result, "by_representation", "representation")
 
 
+def group_deltas(upgrade: Sequence[GateRow], key: Grouping = "by_family") -> dict[str, dict[str, GroupDifference]]:
+    """Primitive → group → Δ cell (`key`: by family or by representation), from the upgrade gate's rows (none
+    without a baseline)."""
+    return {gate.primitive: cells for gate in upgrade if gate.details and (cells := gate.details.get(key))}
+
+
 def family_deltas(upgrade: Sequence[GateRow]) -> dict[str, dict[str, GroupDifference]]:
     """Primitive → family → Δ cell, from the upgrade gate's rows (none without a baseline)."""
-    return {
-        gate.primitive: by_family for gate in upgrade if gate.details and (by_family := gate.details.get("by_family"))
-    }
+    return group_deltas(upgrade, "by_family")
 
 
 def overall_deltas(upgrade: Sequence[GateRow]) -> dict[str, Overall]:
@@ -95,33 +103,59 @@ def _delta(cell: GroupDifference | Overall | None) -> str:
     return f"{cell['difference']:+.3f}{interval}"
 
 
-def family_delta_table(report: Report) -> Table | None:
-    """Δ mean OVL (new − baseline) per family and compared primitive, with the bootstrap interval; the note
-    names the cells that moved most. Descriptive: the upgrade gate decides on the whole dataset."""
-    deltas = family_deltas(report.gates.upgrade)
+def _cell(cell: GroupDifference | None) -> str:
+    """A group's Δ with its interval, and its mark where it is a discovery."""
+    return _delta(cell) + (f" {REGRESSED}" if cell is not None and cell.get("regressed", False) else "")
+
+
+def regressed_cells(upgrade: Sequence[GateRow]) -> list[tuple[Grouping, str, str, GroupDifference]]:
+    """(grouping, primitive, group, cell) of every cell marked regressed, by family first, then by representation."""
+    return [
+        (key, prim, name, cell)
+        for key in GROUPINGS
+        for prim, cells in group_deltas(upgrade, key).items()
+        for name, cell in cells.items()
+        if cell.get("regressed")
+    ]
+
+
+def worst_named(result: ReportDocument, cell: GroupDifference) -> list[str]:
+    """A regressed cell's worst renderings, each by the node id that re-runs it (its instance id without one),
+    with its D."""
+    comparison = result.get("comparison")
+    nodes = {row["instance_id"]: row["node_id"] for row in (comparison["renderings"] if comparison else [])}
+    return [f"{nodes.get(w['instance_id']) or w['instance_id']} (D {w['d']:+.3f})" for w in cell.get("worst", [])]
+
+
+def delta_table(report: Report, key: Grouping = "by_family") -> Table | None:
+    """Δ mean OVL (new − baseline) per group and compared primitive, with the bootstrap interval and the mark of
+    a cell shown worse than the fail margin (Benjamini–Hochberg, docs/statistics.md §6.5); the notes name the
+    cells that moved most and each regressed cell's worst renderings. The upgrade gate decides on the whole
+    dataset."""
+    what = GROUPINGS[key]
+    deltas = group_deltas(report.gates.upgrade, key)
     if not deltas:
         return None
     prims = list(deltas)
-    families = sorted({family for cells in deltas.values() for family in cells})
+    groups = sorted({group for cells in deltas.values() for group in cells})
     rows = []
-    for family in families:
-        n = next(cells[family]["n"] for cells in deltas.values() if family in cells)
-        rows.append([family, str(n)] + [_delta(deltas[p].get(family)) for p in prims])
+    for group in groups:
+        n = next(cells[group]["n"] for cells in deltas.values() if group in cells)
+        rows.append([group, str(n)] + [_cell(deltas[p].get(group)) for p in prims])
     overall = overall_deltas(report.gates.upgrade)
     if overall:
         n = next(iter(overall.values()))["n"]
         rows.append(["all (the gate's Δ)", str(n)] + [_delta(overall.get(p)) for p in prims])
     moved = sorted(
-        ((cell["difference"], p, family, cell) for p, cells in deltas.items() for family, cell in cells.items()),
+        ((cell["difference"], p, group, cell) for p, cells in deltas.items() for group, cell in cells.items()),
         key=lambda entry: (-abs(entry[0]), entry[1], entry[2]),
     )[:MOVED_MOST]
     level = next(iter(next(iter(deltas.values())).values()))["level"]
     notes = [
-        "Moved most: "
-        + "; ".join(f"{LABELS.get(p, p)} on {family} {_delta(cell)}" for _, p, family, cell in moved)
-        + ".",
-        f"Paired renderings of each family; {level:.0%} percentile intervals from the upgrade gate's latent-problem "
-        "bootstrap, one per cell and not corrected for their number. Descriptive: the verdicts above decide.",
+        "Moved most: " + "; ".join(f"{LABELS.get(p, p)} on {group} {_cell(cell)}" for _, p, group, cell in moved) + ".",
+        f"Paired renderings of each {what}; {level:.0%} percentile intervals from the upgrade gate's latent-problem "
+        "bootstrap, one per cell and not corrected for their number.",
+        *_marks_note(report, key),
     ]
     if overall:
         notes.append(
@@ -129,8 +163,35 @@ def family_delta_table(report: Report) -> Table | None:
             "(each at its Holm level)."
         )
     return Table(
-        title="Upgrade comparison by family: Δ mean OVL, new − baseline",
-        columns=["family", "n", *(f"{LABELS.get(p, p)} Δ [{level:.0%}]" for p in prims)],
+        title=f"Upgrade comparison by {what}: Δ mean OVL, new − baseline",
+        columns=[what, "n", *(f"{LABELS.get(p, p)} Δ [{level:.0%}]" for p in prims)],
         rows=rows,
         notes=notes,
     )
+
+
+def _marks_note(report: Report, key: Grouping) -> list[str]:
+    """What "regressed" means and, per regressed cell of this grouping, its worst renderings."""
+    comparison = report.data.get("comparison")
+    cells = comparison.get("cells") if comparison else None
+    if not cells:
+        return ["Descriptive: the verdicts above decide."]
+    rule = (
+        f"{REGRESSED}: the cell is shown worse than the fail margin −δ₀ (a one-sided t-test on its latent problems), a "
+        f"Benjamini–Hochberg discovery at q = {cells['q']:g} over {cells['tested']} cells of every compared primitive "
+        f"(by family and by representation; docs/statistics.md §6.5): {cells['regressed']} marked."
+    )
+    named = [
+        f"{LABELS.get(prim, prim)} on {group}: {', '.join(worst_named(report.data, cell))}."
+        for grouping, prim, group, cell in regressed_cells(report.gates.upgrade)
+        if grouping == key
+    ]
+    return [rule, *([f"Worst renderings of each regressed cell: {' '.join(named)}"] if named else [])]
+
+
+def family_delta_table(report: Report) -> Table | None:
+    return delta_table(report, "by_family")
+
+
+def representation_delta_table(report: Report) -> Table | None:
+    return delta_table(report, "by_representation")

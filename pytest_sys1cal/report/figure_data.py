@@ -110,3 +110,14 @@ def latent_curve(uncertainty: Uncertainty, points: int = 401) -> tuple[np.ndarra
     with np.errstate(invalid="ignore", divide="ignore"):
         curve = np.where(mass < 1, mu / (1 - mass), 1.0)
     return mu, mass, np.minimum(curve, 1.0)
+
+
+def roc_points(scores: np.ndarray, positive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(false-positive rates, true-positive rates) of the ROC curve, the threshold lowered past one distinct score at
+    a time (tied scores move both rates at once, the diagonal step whose area is the readout's "ties ½")."""
+    order = np.argsort(-scores, kind="stable")
+    ranked, hits = scores[order], positive[order]
+    last = np.concatenate([ranked[1:] != ranked[:-1], [True]])  # the last of each run of tied scores
+    true_rate = np.concatenate([[0.0], np.cumsum(hits)[last] / hits.sum()])
+    false_rate = np.concatenate([[0.0], np.cumsum(~hits)[last] / (~hits).sum()])
+    return false_rate, true_rate

@@ -8,6 +8,7 @@ from ..document import PaperSummary, Reasoned, ReportDocument
 from .breakdown_tables import by_family_table, by_representation_table
 from .recalibration_table import recalibration_table
 from .table import Table, fmt, fmt_interval, fmt_p, fmt_t
+from .why_text import decomposition_table
 
 
 def table1(result: ReportDocument) -> Table:
@@ -228,6 +229,7 @@ TABLES: list[Callable[[ReportDocument], Table | None]] = [
     decisions_as_table,
     option_swap_as_table,
     recalibration_table,
+    decomposition_table,
 ]
 
 

@@ -1,6 +1,7 @@
 """The pull-request comment (``--sys1cal-markdown=PATH``): one compact Markdown text that says whether the upgrade
-is safe. With a baseline: the upgrade verdict naming both versions and where the baseline came from, the Δ
-table with its bounds and margins, the absolute gates' line (and which failed), and the renderings that moved
+is safe. With a baseline: the upgrade verdict naming both versions and where the baseline came from, why each
+primitive that did not pass moved (its diagnosis: miscalibration or lost discrimination), the Δ table with its
+bounds and margins, the absolute gates' line (and which failed), and the renderings that moved
 most; without one, the gates' verdict. It starts with a hidden marker (MARKER) by which the workflow that
 `init` writes finds its earlier comment and edits it instead of adding another (commands/project_files.py).
 Read from the report alone, so a saved report gives the same text (docs/report.md, "The pull-request
@@ -17,7 +18,7 @@ from ..escape import markdown_text as md  # text from the report is data (escape
 from ..gates.rows import GateRow
 from ..run_report import Report
 from .gates import headline
-from .markdown import ICONS, coded_ids, html_link, measured, without_machine_paths
+from .markdown import ICONS, coded_ids, html_link, measured, why_markdown, without_machine_paths
 from .table import Table, markdown
 from .upgrade_text import (
     DELTA_NOTE,
@@ -58,6 +59,7 @@ def comment_markdown(
         lines += [f"### {ICONS[kind]} Sys1Cal {md(head)}", ""]
         if comparison["summary"]:
             lines += [f"**{md(comparison['summary'])}**", ""]
+        lines += why_markdown(comparison)
         stopped = f"; {measured(result)}" if result.get("interrupted") else ""
         lines += [f"{md(sentence(baseline_line(comparison)))}{md(stopped)}.", ""]
         lines += _compact(delta_table(result), [DELTA_NOTE])

@@ -10,12 +10,13 @@ from ..document import ReportDocument
 from ..gates.rows import GateRow, GateSummary, Outcome
 from ..run_report import Report
 from ..vocabulary import Verdict
-from .breakdown_tables import family_delta_table
+from .breakdown_tables import family_delta_table, representation_delta_table
 from .gates import comparison_table, gate_table
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
 from .table import Table, aligned
 from .upgrade_text import TERMINAL_TOP, comparison_of, moves_summary, moves_table
+from .why_text import why_lines, why_table
 
 # A terminal line: (text, markup), the markup passed to TerminalReporter.write_line; RED for what failed.
 Line = tuple[str, dict[str, bool]]
@@ -81,7 +82,13 @@ def summary_lines(
         for table in build_tables(result):
             lines.append(("", {}))
             lines += format_table(table)
-    for comparison in (comparison_table(report), family_delta_table(report)):
+    upgrade = (
+        comparison_table(report),
+        why_table(result),
+        family_delta_table(report),
+        representation_delta_table(report),
+    )
+    for comparison in upgrade:
         if comparison:
             lines += [("", {})] + format_table(comparison)
     lines += moves_lines(result, rerun)
@@ -91,8 +98,9 @@ def summary_lines(
 
 
 def upgrade_lines(result: ReportDocument) -> list[Line]:
-    """With a baseline: the upgrade verdict naming both versions and where the baseline came from, then the
-    absolute gates' own line, so a reader sees both and which is which. Nothing without a baseline."""
+    """With a baseline: the upgrade verdict naming both versions and where the baseline came from, under it why each
+    primitive that did not pass moved (its diagnosis), then the absolute gates' own line, so a reader sees both
+    and which is which. Nothing without a baseline."""
     comparison = comparison_of(result)
     if comparison is None:
         return []
@@ -101,6 +109,7 @@ def upgrade_lines(result: ReportDocument) -> list[Line]:
     where = f"{side['origin']} {side['location']}".strip()
     return [
         (f"{comparison['headline']} [baseline: {where}]", VERDICT_MARKUP.get(comparison["verdict"], {"bold": True})),
+        *((f"  why: {line}", {"bold": True}) for line in why_lines(comparison)),
         (absolute["line"], OUTCOME_MARKUP.get(absolute["outcome"], {})),
     ]
 

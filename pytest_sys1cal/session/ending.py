@@ -118,6 +118,7 @@ def _facts(run: Sys1CalRun) -> RunFacts:
         shard=run.shard.facts(run.dataset) if run.shard else None,
         stopped=run.interruption.reason,
         write_gates=None if run.shard else write_gates(run.advice),  # a shard's gates come from the merged folder
+        recalibration=run.recalibration,
     )
 
 

@@ -95,6 +95,7 @@ def after_failed_gates(
         )
     if threshold:
         lines += _threshold_fix(advice, report, thresholds, baseline, regression)
+    lines += recalibration_fix(advice, report)
     suspect = suspect_cassettes(advice)
     if suspect:
         folder = advice.folder
@@ -109,6 +110,28 @@ def after_failed_gates(
     else:
         lines.append("Otherwise this is a regression (re-recording the same model would not change the verdict).")
     return lines
+
+
+def recalibration_fix(advice: Advice, report: Report) -> list[str]:
+    """When the upgrade's diagnosis says a primitive that failed lost only its calibration (docs/statistics.md
+    §8.5): the map that gives it back, written from this run's report, and the run that gates what ships with it."""
+    comparison = report.data.get("comparison")
+    failed = {gate.primitive for gate in report.gates.failed_upgrade}
+    rows = comparison["primitives"] if comparison else {}
+    recoverable = [p for p, row in rows.items() if p in failed and row.get("why", {}).get("cause") == "miscalibration"]
+    if not recoverable or "recalibration" in report.data:
+        return []
+    source = shown(advice.settings.report) if advice.settings.report is not None else REPORT
+    fit = shlex.join(["python", "-m", "pytest_sys1cal", "recalibrate", source, "--out", "map.json"])
+    first = "" if advice.settings.report is not None else f"{with_report(advice)}, then "
+    baseline = [argument("baseline", advice.settings.baseline)] if advice.settings.baseline else []
+    cassettes = Path(shown(advice.settings.cassettes))  # as typed where pytest ran: no machine path in the summary
+    replay = shlex.join([*advice.run_parts(cassettes), *baseline, argument("recalibration", "map.json")])
+    return [
+        "The diagnosis says a recalibration gives the old quality back: write the map with "
+        f"{first}{fit}; apply it to the model's outputs (python -m pytest_sys1cal docs recalibration), and gate what "
+        f"ships by replaying through it: {replay}"
+    ]
 
 
 def _threshold_fix(

@@ -114,6 +114,13 @@ OPTIONS = [
         metavar="PATH|VERSION",
     ),
     Option(
+        "--sys1cal-recalibration",
+        "replay through this recalibration map (python -m pytest_sys1cal recalibrate writes one): every answer of a "
+        "mapped primitive goes through it before the analysis and the gates, so what is gated is what a team ships",
+        metavar="MAP.json",
+        path=True,
+    ),
+    Option(
         "--sys1cal-shard",
         "record (or replay) shard I of N: whole latent problems, dealt out by their priced cost; the shard's report "
         "gates nothing, and `python -m pytest_sys1cal merge` joins the shards' folders into one version folder",
@@ -123,7 +130,7 @@ OPTIONS = [
     Option("--sys1cal-seed", "seed of every resampling procedure", 0, type=non_negative_int, metavar="N"),
     Option(
         "--sys1cal-bootstrap",
-        "latent-problem resamples for the U_max and λ intervals of Table 2; 0 skips them",
+        "latent-problem resamples for the intervals of Table 2 (U_max, λ) and of the Brier decomposition; 0 skips them",
         BOOTSTRAP_RESAMPLES,  # vocabulary.py says why
         type=non_negative_int,
         metavar="N",
@@ -227,6 +234,7 @@ class Settings:
     # Whether the cassette root is the default one (`cassettes` under the rootdir), not named by an option or
     # ini key: only there may the bundled reference set stand in for a folder the project lacks.
     default_cassettes: bool = False
+    recalibration: Path | None = None  # --sys1cal-recalibration: the map the answers are replayed through
 
     @property
     def recording(self) -> bool:

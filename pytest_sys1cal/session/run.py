@@ -25,6 +25,7 @@ from ..gates.schema import Thresholds
 from ..measure import Measurer
 from ..models import BUILTIN_ADAPTERS, make_adapter
 from ..models.base import ModelAdapter
+from ..recalibration_map import MapError, RecalibrationMap, load_map
 from ..recording.proxies import proxy_urls
 from ..redact import Redactor
 from ..report.terminal import Line
@@ -107,6 +108,7 @@ class Sys1CalRun:
         )
         config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=self.adapter)
         self.redactor.learn(self.adapter.secrets, [self.adapter.base_url])
+        self.recalibration = recalibration_of(settings) if self.controller else None
 
     def _store(self, registered: Any) -> None:
         """The thresholds in force and the cassette folder (the bundled reference set stands in for a project's
@@ -162,6 +164,8 @@ class Sys1CalRun:
             else f"{self.folder.source} cassettes"
         )
         cassettes = f"{source}, {repeats_phrase(self.repeats, self.folder.repeats_per_answer)}"
+        if self.recalibration is not None:
+            cassettes += f", answers through the recalibration map {self.recalibration.path}"
         thresholds = self.thresholds.describe() if self.thresholds else "none (no thresholds.yaml)"
         return one_line(
             self.redactor.text(
@@ -225,6 +229,21 @@ class Sys1CalRun:
             self.recording.close()
             self.folder.release()  # a recording that never reached finish() must not leave its lock
         self.measurer.close()
+
+
+def recalibration_of(settings: Settings) -> RecalibrationMap | None:
+    """The map the answers are replayed through (--sys1cal-recalibration), checked: a map of another model's
+    answers is refused."""
+    if settings.recalibration is None:
+        return None
+    mapping = load_map(settings.recalibration)
+    if mapping.model != settings.model:
+        raise MapError(
+            f"--sys1cal-recalibration {settings.recalibration}: a map fitted on model {mapping.model}'s answers, and "
+            f"this run measures {settings.model}; fit one on a report of {settings.model} "
+            "(python -m pytest_sys1cal recalibrate REPORT.json --out map.json)"
+        )
+    return mapping
 
 
 def folder_of(settings: Settings, adapter: ModelAdapter, redactor: Redactor, reference: Path | None) -> CassetteFolder:

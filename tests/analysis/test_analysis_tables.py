@@ -17,6 +17,7 @@ from pytest_sys1cal.report.paper_tables import (
     table6,
 )
 from pytest_sys1cal.report.recalibration_table import recalibration_table
+from pytest_sys1cal.report.why_text import decomposition_table
 
 
 def cell(table, label_start: str, column: str) -> str:
@@ -35,6 +36,7 @@ def test_print_order():
         decisions_as_table,
         option_swap_as_table,
         recalibration_table,
+        decomposition_table,
     ] == TABLES
 
 

@@ -537,8 +537,8 @@ def test_a_baseline_with_another_repeat_count_is_a_usage_error(
         (
             ("    max_swap_shift: 0.04\n", "    max_swap_shfit: 0.04\n"),
             "systemone.choice.max_swap_shfit: unknown key 'max_swap_shfit'; did you mean 'max_swap_shift'? Allowed keys: "
-            "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier, max_swap_shift, "
-            "max_first_position_bias.",
+            "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier, max_mcb, min_dsc, "
+            "max_swap_shift, max_first_position_bias.",
         ),
         (
             ("  uncertainty:\n", "  uncertainity:\n"),

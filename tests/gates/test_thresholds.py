@@ -21,10 +21,12 @@ from pytest_sys1cal.vocabulary import PRIMITIVES
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "fixtures" / "published-jev" / "noul_choice_score_instance_metrics.csv"
 GATE_KEYS = (
-    "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier, "
+    "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier, max_mcb, min_dsc, "
     "max_swap_shift, max_first_position_bias"
 )
-PRIMITIVE_KEYS = "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier"
+PRIMITIVE_KEYS = (
+    "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier, max_mcb, min_dsc"
+)
 SECTIONS = "noul, choice, score, uncertainty, decisions, regression"
 MODEL_KEYS = f"{SECTIONS}, or a model version (e.g. 'jev-1.14.0') holding those sections"
 

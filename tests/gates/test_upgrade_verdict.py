@@ -99,8 +99,14 @@ def test_a_worse_version_fails_the_upgrade_and_every_output_says_so_first(
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # as before: the exit status does not change
     lines = section(result)
     assert lines[0] == f"{FAILED_LINE} [baseline: version folder cassettes/jev/{OLD}]"
-    assert lines[1] == "absolute gates: 10 of 21 FAILED"
-    assert lines[2].startswith(f"jev {NEW} (reconstructed cassettes")
+    # Under the verdict, why each primitive that failed moved (the degraded copy mixes answers with uniform: a
+    # monotone change, docs/statistics.md §8.5), then the absolute gates' own line.
+    assert [line.split(" — ")[0] for line in lines[1:3]] == [
+        "  why: Noul: miscalibration",
+        "  why: Score: miscalibration",
+    ]
+    assert lines[3] == "absolute gates: 10 of 21 FAILED"
+    assert lines[4].startswith(f"jev {NEW} (reconstructed cassettes")
     comparison = json.loads(files["report"].read_text(encoding="utf-8"))["comparison"]
     assert comparison["headline"] == FAILED_LINE and comparison["verdict"] == "FAILED"
     assert comparison["baseline"] == {
@@ -123,7 +129,8 @@ def test_a_worse_version_fails_the_upgrade_and_every_output_says_so_first(
         assert (row["margin"], row["fail_margin"]) == (0.02, 0.01)
     # The job summary's heading, the comment, the JUnit XML and the HTML banner say it too.
     summary = files["summary"].read_text(encoding="utf-8")
-    assert summary.startswith(f"### ❌ Sys1Cal {FAILED_LINE}\n\n❌ **Absolute gates: 10 of 21 FAILED**")
+    assert summary.startswith(f"### ❌ Sys1Cal {FAILED_LINE}\n\n- **Why:** Noul: miscalibration — ")
+    assert "\n\n❌ **Absolute gates: 10 of 21 FAILED**" in summary.split("\n### ", 1)[0]
     comment = files["comment"].read_text(encoding="utf-8")
     assert comment.startswith("<!-- pytest-sys1cal: pull-request comment -->\n### ❌ Sys1Cal upgrade jev-1.13.0 → ")
     assert "**Noul Δ −0.082, Score Δ −0.065 shown worse; Choice passed**" in comment

@@ -85,7 +85,8 @@ def test_the_verdict_is_what_a_reviewer_sees_first(
     lowest = [min(float(cell.splitlines()[-1]) for cell in row[4:]) for row in rows]  # "base → new" over D
     assert lowest == sorted(lowest)
     figures = [f["id"] for f in page.figures]
-    assert figures[:2] == ["fig-paired-d", "fig-family-delta"]  # drawn in the upgrade section, under the verdict
+    # Drawn in the upgrade section, under the verdict: why it moved, then the paired differences and the families.
+    assert figures[:3] == ["fig-why", "fig-paired-d", "fig-family-delta"]
 
 
 @pytest.mark.e2e  # its pages come from two pytest processes (the `pages` fixture)
