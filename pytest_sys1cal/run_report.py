@@ -9,12 +9,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .dataset import Dataset
-from .document import Counts, Interrupted, ReportDocument, report_document
+from .document import Counts, Interrupted, ModelBlock, ReportDocument, report_document
 from .escape import quoted
 from .gates.rows import GateRow, GateSummary, Outcome, summarize
 from .gates.schema import Thresholds
 from .gates.upgrade_margins import upgrade_notices
 from .results import ResultRow, analysis_rows
+from .vocabulary import MEAN_READING
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,14 @@ class RunFacts:
     # (session/gate_advice.py words it; it names no output of this run, so the report stays the same wherever
     # it is written).
     write_gates: str | None = None
+    # The model id sent to the server and pinned, where it is not the version (--sys1cal-model-id); None: the
+    # version is the id.
+    model_id: str | None = None
+
+    @property
+    def pinned(self) -> str:
+        """The model id the server is expected to report answering as."""
+        return self.model_id or self.version
 
 
 @dataclass(frozen=True)
@@ -99,15 +108,19 @@ def build_report(
             seed=facts.seed,
             bootstrap=facts.bootstrap,
             recalibration_splits=facts.recalibration_splits,
+            repeats_per_answer=facts.repeats_per_answer,
             **options,
         )
+    model: ModelBlock = {
+        "name": facts.model,
+        "version": facts.version,
+        "source": facts.source,
+        "server_model": facts.server_model,
+    }
+    if facts.model_id and facts.model_id != facts.version:  # only then: a report of today's runs is unchanged
+        model["model_id"] = facts.model_id
     data = report_document(
-        model={
-            "name": facts.model,
-            "version": facts.version,
-            "source": facts.source,
-            "server_model": facts.server_model,
-        },
+        model=model,
         dataset={
             "name": dataset.name,
             "sha256": dataset.sha256,
@@ -124,14 +137,44 @@ def build_report(
         data["interrupted"] = interrupted
     gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts.seed)
     data["gates"] = [gate.to_json() for gate in gates]
+    notices = _notices(facts, thresholds, baseline, gates)
     if baseline is not None:  # only then: a report without a baseline is unchanged
-        from .gates.upgrade_verdict import comparison_block
-
-        data["comparison"] = comparison_block(
-            data, gates, baseline.report, origin=baseline.origin, location=baseline.location, node_ids=node_ids
-        )
-    data["notices"] = _notices(facts, thresholds, baseline, gates)
+        notices += _comparison(data, gates, thresholds, baseline, facts.seed, node_ids)
+    data["notices"] = notices
     return Report.of(data, gates)
+
+
+def _comparison(
+    data: ReportDocument,
+    gates: Sequence[GateRow],
+    thresholds: Thresholds | None,
+    baseline: Baseline,
+    seed: int,
+    node_ids: Mapping[str, str] | None,
+) -> list[str]:
+    """The report's ``comparison`` block, with the upgrade comparison under the reading that did not decide;
+    the notice when the two readings disagree."""
+    from .gates.upgrade import other_reading
+    from .gates.upgrade_verdict import comparison_block, disagreement
+
+    config = thresholds.regression if thresholds else None
+    other = other_reading(config, data, baseline.report, seed, _reading(thresholds)) if gates else None
+    data["comparison"] = comparison_block(
+        data,
+        gates,
+        baseline.report,
+        origin=baseline.origin,
+        location=baseline.location,
+        node_ids=node_ids,
+        other=other,
+    )
+    differ = disagreement(data["comparison"])
+    return [differ] if differ else []
+
+
+def _reading(thresholds: Thresholds | None) -> str:
+    """The reading that decides this run's gates: thresholds.yaml's, else the repeat mean (the default)."""
+    return thresholds.reading.value if thresholds else MEAN_READING
 
 
 def _gates(
@@ -147,7 +190,9 @@ def _gates(
     gates = not_applicable(gates, partial) if partial else unmeasured_fails(gates)
     if baseline is not None:
         config = thresholds.regression if thresholds else None
-        rows = evaluate_upgrade(config, data, baseline.report, seed=seed, baseline_name=baseline.name)
+        rows = evaluate_upgrade(
+            config, data, baseline.report, seed=seed, baseline_name=baseline.name, reading=_reading(thresholds)
+        )
         # A comparison describes the renderings it paired, so it stands on part of the dataset too; on a run
         # of the whole dataset a primitive that could not be compared fails rather than pass unseen.
         gates += rows if partial else unmeasured_fails(rows)
@@ -189,9 +234,9 @@ def _notices(
 ) -> list[str]:
     """What the user must know about this run's inputs, said in the terminal, the summary and the report."""
     notices = []
-    if facts.server_model and facts.server_model != facts.version:
+    if facts.server_model and facts.server_model != facts.pinned:
         notices.append(  # the server's words quoted as such (escape.py), each renderer escapes them in turn
-            f"the server reported model {quoted(facts.server_model)}, not the pinned {facts.version}: these answers are "
+            f"the server reported model {quoted(facts.server_model)}, not the pinned {facts.pinned}: these answers are "
             f"filed under {facts.version}"
         )
     only = "only the upgrade comparison gates this run" if baseline is not None else "this run gates nothing"

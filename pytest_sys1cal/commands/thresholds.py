@@ -29,7 +29,7 @@ from ..document import ReportDocument, ReportError, read_report
 from ..errors import EXIT_INPUT, InputError
 from ..files import write_atomic
 from ..gates.config import parse_thresholds
-from ..gates.schema import SECTIONS, ThresholdsError
+from ..gates.schema import MODEL_KEYS, ThresholdsError
 from ..gates.thresholds_rule import MIN_SLACK, RuleResult, threshold_rule
 from ..report.thresholds_text import SETTINGS, Shape, render_section, rule_header
 from .thresholds_update import UpdateError, append, kept_settings, layout, replace_model, replace_version, unified
@@ -277,7 +277,7 @@ def _verify_update(
     except yaml.YAMLError as exc:
         raise UpdateError(f"{target.path}: the rewritten file would not be YAML ({exc}); nothing was written") from None
     for name, section in old.items():
-        versions = [None, *(k for k in (section or {}) if k not in SECTIONS)]
+        versions = [None, *(k for k in (section or {}) if k not in MODEL_KEYS)]
         for other in versions:
             if name == model and (version is None or other == version):
                 continue  # what this update rewrites (for the model's own section: every version built on it)
@@ -347,7 +347,7 @@ class _Target:
             line=line,
             after=(keys[mine + 1][0], keys[mine + 1][1]) if mine + 1 < len(keys) else None,
             indent=children[0][0].start_mark.column if children else 2,
-            versions={k.value: k.start_mark.line + 1 for k, _v in children if k.value not in SECTIONS},
+            versions={k.value: k.start_mark.line + 1 for k, _v in children if k.value not in MODEL_KEYS},
             inherited=frozenset(
                 inherited | ({"uncertainty"} if any(g.startswith("uncertainty.") for g in inherited) else set())
             ),

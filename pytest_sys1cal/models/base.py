@@ -126,6 +126,21 @@ class ModelAdapter(ABC):
     # (store/replay_index.py) instead of parsing its cassette. Off unless an adapter's own class says so: a
     # subclass does not inherit it (it may override `parse` with anything).
     replay_index: ClassVar[bool] = False
+    # The model id sent to the server and pinned, where it is not the version (--sys1cal-model-id, or the one a
+    # version folder's manifest says it was recorded under): the run sets it; None sends the version.
+    model_id: str | None = None
+
+    @property
+    def sent_model(self) -> str:
+        """The model id every request names and the server-reported model is checked against."""
+        return self.model_id or self.version
+
+    @property
+    def model_id_source(self) -> str:
+        """Where the id sent comes from, for the messages that name it."""
+        if self.model_id:
+            return "--sys1cal-model-id"
+        return "--sys1cal-model-version (with no --sys1cal-model-id the version is the id sent)"
 
     def __init__(self, version: str | None, base_url: str | None, environ: Mapping[str, str]):
         self.version = version or self.default_version
