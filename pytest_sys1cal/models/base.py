@@ -122,10 +122,10 @@ class ModelAdapter(ABC):
     models_path: ClassVar[str | None] = "/v1/models"
     strict_model_names: ClassVar[bool] = True
     # True when `parse` and `reported_model` depend on nothing but the responses, the question ids and
-    # `settings()`: then a replay may take a rendering's row from the folder's replay index
-    # (store/replay_index.py) instead of parsing its cassette. Off unless an adapter's own class says so: a
-    # subclass does not inherit it (it may override `parse` with anything).
-    replay_index: ClassVar[bool] = False
+    # `settings()`: then a replay may take a rendering's row from the replay cache (store/replay_cache.py)
+    # instead of parsing its cassette. Off unless an adapter's own class says so: a subclass does not inherit
+    # it (it may override `parse` with anything).
+    replay_cache: ClassVar[bool] = False
     # The model id sent to the server and pinned, where it is not the version (--sys1cal-model-id, or the one a
     # version folder's manifest says it was recorded under): the run sets it; None sends the version.
     model_id: str | None = None

@@ -15,7 +15,6 @@ from ..errors import usage_errors
 from ..escape import one_line
 from ..redact import redact_log_records
 from ..results import ResultRow
-from ..store import replay_index
 from ..store.answers import unchecked_notice
 from ..vocabulary import Verdict
 from .collect import MARKER, collect_suite, gate_reports, mark_upgrade, renderings_of, renderings_of_nodeids, row_of
@@ -86,13 +85,11 @@ class ActiveRun:
 
     def pytest_report_header(self) -> list[str]:
         folder = self.run.folder
-        notices = [] if folder.recording else [unchecked_notice(folder.path, folder.manifest), self._index_notice()]
+        notices = [] if folder.recording else [unchecked_notice(folder.path, folder.manifest), self.run.replay_cache[1]]
         return [self.run.header(), *(notice for notice in notices if notice)]
 
-    def _index_notice(self) -> str | None:
-        measurer = self.run.measurer
-        stamp = replay_index.stamp(measurer.adapter, measurer.question_ids, measurer.repeats)
-        return None if stamp is None else replay_index.notice(self.run.folder.path, self.run.folder.manifest, stamp)
+    def pytest_sessionstart(self) -> None:
+        self.run.use_replay_cache()
 
     def pytest_ignore_collect(self, config: pytest.Config) -> bool | None:
         # `pytest --sys1cal` with no path arguments runs the benchmark alone; name paths to add your tests.
@@ -101,7 +98,7 @@ class ActiveRun:
     @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so they apply to our items
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         run = self.run
-        items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer, self.only)
+        items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer, run.redactor, self.only)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         # The selection after -k/-m deselection: what an interrupted run's report counts as selected.

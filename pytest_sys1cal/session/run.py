@@ -6,6 +6,7 @@ measured rows collected on the controller; the end of the run is session/ending.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import threading
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..bundled import shipped_thresholds_path
+from ..codec import Codec
 from ..dataset import Dataset, load_dataset
 from ..errors import InputError, usage_errors
 from ..escape import one_line
@@ -29,6 +31,7 @@ from ..report.terminal import Line
 from ..results import ResultRow
 from ..run_report import Baseline, Report
 from ..store.folder import CassetteFolder, model_id_of, reference_root
+from ..store.replay_cache import CACHE_NAME
 from ..versions.upgrade_baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
 from .advice import Advice, selection_of
 from .interruption import Interruption
@@ -77,10 +80,8 @@ class Sys1CalRun:
             recording_of(config, settings, controller, self.redactor) if settings.recording else None
         )
         self.measurer = Measurer(
-            self.adapter,
+            Codec(self.adapter, self.folder.questions, self.repeats),
             self.folder,
-            self.folder.questions,
-            self.repeats,
             advice=self.advice,
             sender=self.recording.make_engine if self.recording else None,
         )
@@ -188,6 +189,16 @@ class Sys1CalRun:
         on the disk for much of its time, and the analysis needs it only at the end."""
         threading.Thread(target=_import_analysis, daemon=True).start()
 
+    @functools.cached_property
+    def replay_cache(self) -> tuple[Path | None, str | None]:
+        """The replay cache's folder (None: none) and the header's notice when there is none where one is meant
+        to be; asked once pytest's cacheprovider has made its cache, after every plugin's configure."""
+        return replay_cache_folder(self.config, self.folder.root)
+
+    def use_replay_cache(self) -> None:
+        """Replays take rows from pytest's cache where they may."""
+        self.measurer.use_cache(self.replay_cache[0])
+
     def add_result(self, row: ResultRow) -> None:
         self.rows.add(row)
 
@@ -258,6 +269,27 @@ def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, regi
         adapter_for=adapter_for,
         invocation_dir=config.invocation_params.dir,
     )
+
+
+def replay_cache_folder(config: pytest.Config, cassette_root: Path) -> tuple[Path | None, str | None]:
+    """Where replays keep what each cassette gave (store/replay_cache.py): a folder under pytest's cache dir,
+    never inside the cassette root, where a commit could put rows. None under ``-p no:cacheprovider`` or when
+    the cache dir cannot be made (each cassette is then read in full), and with a notice when it lies inside
+    the cassette root."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return None, None
+    try:
+        folder = Path(cache.mkdir(CACHE_NAME))
+    except OSError:
+        return None, None
+    if folder.resolve().is_relative_to(cassette_root.resolve()):
+        return None, (
+            f"sys1cal: pytest's cache dir lies inside the cassette root {cassette_root}, where a commit could put "
+            f"cached rows, so the replay cache is not used (each cassette is read in full); set pytest's cache_dir "
+            "outside it"
+        )
+    return folder, None
 
 
 def recording_of(config: pytest.Config, settings: Settings, controller: bool, redactor: Redactor) -> Recording:
