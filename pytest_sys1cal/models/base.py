@@ -138,9 +138,7 @@ class ModelAdapter(ABC):
     @property
     def model_id_source(self) -> str:
         """Where the id sent comes from, for the messages that name it."""
-        if self.model_id:
-            return "--sys1cal-model-id"
-        return "--sys1cal-model-version (with no --sys1cal-model-id the version is the id sent)"
+        return "--sys1cal-model-id" if self.model_id else "--sys1cal-model-version"
 
     def __init__(self, version: str | None, base_url: str | None, environ: Mapping[str, str]):
         self.version = version or self.default_version

@@ -113,7 +113,8 @@ def _read(adapter: ModelAdapter, wire: WireResponse, url: str, checked: Checked)
     elif adapter.strict_model_names:
         checked.problem = (
             f"the server does not serve the model {adapter.sent_model!r} ({adapter.model_id_source}): it lists "
-            f"{', '.join(served) or 'none'} (GET {path}); send one of them with --sys1cal-model-id"
+            f"{', '.join(served) or 'none'} (GET {path}); name one of them (with --sys1cal-model-id, the version still "
+            "names the cassette folder)"
         )
     else:
         checked.lines.append(
