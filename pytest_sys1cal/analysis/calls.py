@@ -118,5 +118,5 @@ def call_calibration(calls: np.ndarray, p_star: np.ndarray, reason: str | None) 
     present = ~np.isnan(sub)
     values = sub[present]
     gaps = ((sub - target[:, None]) * weight[:, None])[present]
-    gap = np.bincount(equal_width_bins(values, BINS), weights=gaps, minlength=BINS)
+    gap = np.bincount(equal_width_bins(values, BINS), weights=gaps)  # as calibration.binned_gap: the same sums
     return {"ece": float(np.abs(gap).sum() / int(asked.sum())), "brier": float(squared[asked].mean())}
