@@ -97,6 +97,7 @@ class UpgradeResult(TypedDict):
     only_in_baseline: int
     latent_problems: int
     repeats: int
+    reading: str  # "mean" or "call": what each rendering's OVL was read from (docs/statistics.md §6.1)
     alpha: float
     correction: str
     resamples: int
@@ -135,6 +136,7 @@ class UpgradeDetails(UpgradeMetric):
     only_in_new: int
     only_in_baseline: int
     repeats: int
+    reading: NotRequired[str]  # absent in a report written before the per-call reading: "mean"
     resamples: int
     seed: int
     cells: NotRequired[CellTests]
@@ -144,11 +146,13 @@ class UpgradeDetails(UpgradeMetric):
 
 
 class ComparedSide(TypedDict):
-    """One side of the upgrade comparison: the model, its version and its cassettes' source."""
+    """One side of the upgrade comparison: the model, its version and its cassettes' source; ``model_id`` the id
+    sent to the server, where the version was recorded under one of its own (``--sys1cal-model-id``)."""
 
     model: str
     version: str
     source: str | None
+    model_id: NotRequired[str]
 
 
 class BaselineSide(ComparedSide):
@@ -210,10 +214,25 @@ class MovedRendering(RenderingMove):
     node_id: str | None
 
 
+class ReadingVerdict(TypedDict):
+    """The upgrade comparison under the reading that did not decide (``comparison.other_reading``): its verdict
+    and each primitive's, or ``reason`` when it could not be made (means of another number of calls)."""
+
+    reading: str
+    label: str
+    verdict: str
+    summary: str
+    primitives: NotRequired[dict[str, PrimitiveComparison]]
+    reason: NotRequired[str]
+
+
 class Comparison(TypedDict):
     """The top-level ``comparison`` block: present only when a baseline was in force (gates/upgrade_verdict.py)."""
 
     headline: str
+    reading: NotRequired[str]  # the reading that decided, "mean" or "call" (absent: written before it, "mean")
+    reading_label: NotRequired[str]  # as the headline names it: "per call", "10-call mean"
+    other_reading: NotRequired[ReadingVerdict]
     summary: str
     verdict: str
     baseline: BaselineSide

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from .dataset import Dataset
-from .document import Counts, Interrupted, Measured, ReportDocument, ShardBlock, report_document
+from .document import Counts, Interrupted, Measured, ModelBlock, ReportDocument, ShardBlock, report_document
 from .document_why import MapUsed
 from .escape import quoted
 from .gates.rows import GateRow, GateSummary, Outcome, summarize
@@ -18,6 +18,7 @@ from .gates.schema import Thresholds
 from .gates.upgrade_margins import upgrade_notices
 from .recalibration_map import RecalibrationMap, map_notice
 from .results import ResultRow, analysis_rows
+from .vocabulary import MEAN_READING
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,14 @@ class RunFacts:
     recalibration: RecalibrationMap | None = None
     # A run of one shard (--sys1cal-shard): the report's ``shard`` block; such a run gates nothing.
     shard: ShardBlock | None = None
+    # The model id sent to the server and pinned, where it is not the version (--sys1cal-model-id); None: the
+    # version is the id.
+    model_id: str | None = None
+
+    @property
+    def pinned(self) -> str:
+        """The model id the server is expected to report answering as."""
+        return self.model_id or self.version
 
 
 @dataclass(frozen=True)
@@ -106,15 +115,19 @@ def build_report(
             seed=facts.seed,
             bootstrap=facts.bootstrap,
             recalibration_splits=facts.recalibration_splits,
+            repeats_per_answer=facts.repeats_per_answer,
             **options,
         )
+    model: ModelBlock = {
+        "name": facts.model,
+        "version": facts.version,
+        "source": facts.source,
+        "server_model": facts.server_model,
+    }
+    if facts.model_id and facts.model_id != facts.version:  # only then: a report of today's runs is unchanged
+        model["model_id"] = facts.model_id
     data = report_document(
-        model={
-            "name": facts.model,
-            "version": facts.version,
-            "source": facts.source,
-            "server_model": facts.server_model,
-        },
+        model=model,
         dataset={
             "name": dataset.name,
             "sha256": dataset.sha256,
@@ -135,13 +148,10 @@ def build_report(
         data["shard"] = facts.shard
     gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts)
     data["gates"] = [gate.to_json() for gate in gates]
+    notices = _notices(facts, thresholds, baseline, gates)
     if baseline is not None:  # only then: a report without a baseline is unchanged
-        from .gates.upgrade_verdict import comparison_block
-
-        data["comparison"] = comparison_block(
-            data, gates, baseline.report, origin=baseline.origin, location=baseline.location, node_ids=node_ids
-        )
-    data["notices"] = _notices(facts, thresholds, baseline, gates)
+        notices += _comparison(data, gates, thresholds, baseline, facts.seed, node_ids)
+    data["notices"] = notices
     return Report.of(data, gates)
 
 
@@ -150,6 +160,39 @@ def _mapped(facts: RunFacts, items: list[Measured]) -> list[Measured]:
     if facts.recalibration is None:
         return items
     return [{**item, "samples": facts.recalibration.apply(item["samples"])} for item in items]
+
+
+def _comparison(
+    data: ReportDocument,
+    gates: Sequence[GateRow],
+    thresholds: Thresholds | None,
+    baseline: Baseline,
+    seed: int,
+    node_ids: Mapping[str, str] | None,
+) -> list[str]:
+    """The report's ``comparison`` block, with the upgrade comparison under the reading that did not decide;
+    the notice when the two readings disagree."""
+    from .gates.upgrade import other_reading
+    from .gates.upgrade_verdict import comparison_block, disagreement
+
+    config = thresholds.regression if thresholds else None
+    other = other_reading(config, data, baseline.report, seed, _reading(thresholds)) if gates else None
+    data["comparison"] = comparison_block(
+        data,
+        gates,
+        baseline.report,
+        origin=baseline.origin,
+        location=baseline.location,
+        node_ids=node_ids,
+        other=other,
+    )
+    differ = disagreement(data["comparison"])
+    return [differ] if differ else []
+
+
+def _reading(thresholds: Thresholds | None) -> str:
+    """The reading that decides this run's gates: thresholds.yaml's, else the repeat mean (the default)."""
+    return thresholds.reading.value if thresholds else MEAN_READING
 
 
 def _gates(
@@ -171,6 +214,7 @@ def _gates(
             baseline.report,
             seed=facts.seed,
             baseline_name=baseline.name,
+            reading=_reading(thresholds),
             splits=facts.recalibration_splits,
         )
         # A comparison describes the renderings it paired, so it stands on part of the dataset too; on a run
@@ -224,9 +268,9 @@ def _notices(
     notices = []
     if facts.recalibration is not None:
         notices.append(map_notice(facts.recalibration, facts.model, facts.version))
-    if facts.server_model and facts.server_model != facts.version:
+    if facts.server_model and facts.server_model != facts.pinned:
         notices.append(  # the server's words quoted as such (escape.py), each renderer escapes them in turn
-            f"the server reported model {quoted(facts.server_model)}, not the pinned {facts.version}: these answers are "
+            f"the server reported model {quoted(facts.server_model)}, not the pinned {facts.pinned}: these answers are "
             f"filed under {facts.version}"
         )
     only = "only the upgrade comparison gates this run" if baseline is not None else "this run gates nothing"

@@ -41,7 +41,7 @@ def test_a_teams_model_from_init_to_a_gated_second_version(pytester: pytest.Pyte
     fresh = command("generate", "--seed", "3", "--problems", "12", "--out", "fresh.jsonl", cwd=root)
     assert fresh.returncode == 0, fresh.stderr
     assert command("init", "--model", "systemone", "--version", VERSIONS[0], cwd=root).returncode == 0
-    assert yaml.safe_load((root / "thresholds.yaml").read_text()) == {"systemone": None}
+    assert yaml.safe_load((root / "thresholds.yaml").read_text()) == {"systemone": {"reading": "call"}}
     common = ("--sys1cal-model=systemone", f"--sys1cal-base-url={mock.url}", "--sys1cal-dataset=fresh.jsonl")
     common += ("--sys1cal-rate=0", "--sys1cal-repeats=4")
 

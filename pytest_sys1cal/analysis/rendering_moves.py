@@ -10,21 +10,23 @@ from collections.abc import Sequence
 
 from ..document import ReportDocument
 from ..document_upgrade import RenderingMove
+from ..vocabulary import MEAN_READING
 from .paired import pair_reports
-from .primitives import ovl
 
 
-def rendering_moves(new: ReportDocument, baseline: ReportDocument, primitives: Sequence[str]) -> list[RenderingMove]:
+def rendering_moves(
+    new: ReportDocument, baseline: ReportDocument, primitives: Sequence[str], reading: str = MEAN_READING
+) -> list[RenderingMove]:
     """One row per rendering measured in both reports: ``instance_id``, ``family``, ``representation``,
     ``p_star``, and per primitive of `primitives` the ``baseline`` and ``new`` answer (repeat means; Score: μ_S)
     and ``d`` (D_i; null where either report did not ask it); ``worst`` is the lowest D_i of the row and
     ``worst_primitive`` its primitive (null when none was compared). Rows sorted by ``worst``, lowest first
-    (ties: the larger summed drop first, then by instance id); rows with nothing compared last. Raises PairingError as pair_reports does."""
-    paired = pair_reports(new, baseline)
+    (ties: the larger summed drop first, then by instance id); rows with nothing compared last. D_i under the
+    `reading` the gate read (per call: each side's mean over the rendering's calls of their OVL). Raises
+    PairingError as pair_reports does."""
+    paired = pair_reports(new, baseline, reading)
     items = {item["instance_id"]: item for item in new["items"]}
-    differences = {
-        prim: ovl(paired.new[prim], paired.p_star) - ovl(paired.base[prim], paired.p_star) for prim in primitives
-    }
+    differences = {prim: paired.ovl("new", prim) - paired.ovl("base", prim) for prim in primitives}
     rows: list[RenderingMove] = []
     for index, instance_id in enumerate(paired.instance_id):
         item = items[instance_id]

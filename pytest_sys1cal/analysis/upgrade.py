@@ -16,11 +16,10 @@ import numpy as np
 from ..defaults import RECALIBRATION_SPLITS, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
 from ..document import ReportDocument
 from ..document_upgrade import Advice, Design, GroupDifference, UpgradeMetric, UpgradeResult
-from ..vocabulary import LABELS, PRIMITIVES, Verdict
+from ..vocabulary import CALL_READING, LABELS, MEAN_READING, PRIMITIVES, Verdict
 from .cells import group_differences, mark_regressed
 from .diagnosis import diagnose
 from .paired import Paired, holm, pair_reports, per_repeat_ovl, within_variance
-from .primitives import ovl
 from .stats import Clusters
 
 POWER = 0.8  # of the sample-size advice for inconclusive verdicts
@@ -49,6 +48,7 @@ def compare_reports(
     seed: int = 0,
     resamples: int = UPGRADE_RESAMPLES,
     primitives: Iterable[str] = PRIMITIVES,
+    reading: str = MEAN_READING,
     splits: int = RECALIBRATION_SPLITS,
     explain: bool = False,
 ) -> UpgradeResult:
@@ -56,6 +56,8 @@ def compare_reports(
 
     margins: per primitive (default Margin() for each gated primitive). primitives: the gated metrics;
     a gated primitive not measured in both reports gets verdict NOT MEASURED and leaves the Holm family.
+    reading: each rendering's OVL from its repeat mean ("mean") or the mean of its calls' own ("call";
+    docs/statistics.md §6.1); the clustering, the bootstrap and Holm are the same.
     explain: add each compared primitive's ``why`` (analysis/diagnosis.py: ΔMCB, ΔDSC, the recalibrated Δ over
     `splits` held-out splits, the diagnosis), which the upgrade gate asks for; it refits both versions' curves,
     about as long again as the comparison itself. Each compared primitive's cells by family and by representation
@@ -65,7 +67,7 @@ def compare_reports(
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     gated = [p for p in PRIMITIVES if p in set(primitives)]
     margins = {p: (margins or {}).get(p, Margin()) for p in gated}
-    paired = pair_reports(new, baseline)
+    paired = pair_reports(new, baseline, reading)
     clusters = Clusters.of(paired.latent_ids)
     counts = clusters.resample_counts(np.random.default_rng(seed), resamples)  # (B, J), shared by all metrics
 
@@ -90,6 +92,7 @@ def compare_reports(
         "only_in_baseline": paired.only_in_baseline,
         "latent_problems": clusters.count,
         "repeats": paired.repeats,
+        "reading": paired.reading,
         "alpha": alpha,
         "correction": f"Holm over {len(measured)} metric{'s' if len(measured) != 1 else ''}, "
         "separately for 'shown worse' and 'shown non-inferior'",
@@ -131,11 +134,12 @@ def _decide_with_holm(
 def _measure(
     paired: Paired, prim: str, clusters: Clusters, counts: np.ndarray, margin: Margin
 ) -> tuple[UpgradeMetric, np.ndarray | None]:
-    new, base = paired.new[prim], paired.base[prim]
-    both = ~np.isnan(new) & ~np.isnan(base)
+    ovl_new, ovl_base = paired.ovl("new", prim), paired.ovl("base", prim)
+    both = ~np.isnan(ovl_new) & ~np.isnan(ovl_base)
+    per_call = paired.reading == CALL_READING
     out: UpgradeMetric = {
-        "metric": f"{prim}.mean_ovl",
-        "label": f"{LABELS[prim]} mean OVL",
+        "metric": f"{prim}.per_call.mean_ovl" if per_call else f"{prim}.mean_ovl",
+        "label": f"{LABELS[prim]} mean OVL" + (" per call" if per_call else ""),
         "n": int(both.sum()),
         "latent_problems": int(np.unique(clusters.codes[both]).size),
         "baseline": None,
@@ -146,15 +150,13 @@ def _measure(
         "verdict": Verdict.NOT_MEASURED,
     }
     if out["latent_problems"] < 2:
-        missing = [w for w, v in (("this run", new), ("the baseline", base)) if np.isnan(v).all()]
+        missing = [w for w, v in (("this run", ovl_new), ("the baseline", ovl_base)) if np.isnan(v).all()]
         out["reason"] = (
             f"{LABELS[prim]} was not asked in {' or '.join(missing)}"
             if missing
             else f"{LABELS[prim]} was measured on fewer than 2 latent problems in both reports"
         )
         return out, None
-    ovl_new = ovl(new, paired.p_star)
-    ovl_base = ovl(base, paired.p_star)
     d = np.where(both, ovl_new - ovl_base, 0.0)
     sums = clusters.sums(d)
     sizes = clusters.sums(both.astype(float))
@@ -240,7 +242,7 @@ def _noise(out: UpgradeMetric, paired: Paired, prim: str) -> float | None:
     of both recordings' within-rendering variances (None when unknown), the repeat noise's part of Var(D) times
     the repeats. (The SD of the answers themselves would overstate the noise in OVL, which folds the answer at
     p*: up to 2.8× in variance for a model centred on p*.)"""
-    rows = ~np.isnan(paired.new[prim]) & ~np.isnan(paired.base[prim])
+    rows = ~np.isnan(paired.ovl("new", prim)) & ~np.isnan(paired.ovl("base", prim))
     w_new = within_variance(per_repeat_ovl(paired.new_repeats[prim], paired.p_star), rows)
     w_base = within_variance(per_repeat_ovl(paired.base_repeats[prim], paired.p_star), rows)
     var_d = out["sd_d"] ** 2
@@ -250,7 +252,9 @@ def _noise(out: UpgradeMetric, paired: Paired, prim: str) -> float | None:
     )
     if w_new is None or w_base is None:
         return None
-    noise = (w_new + w_base) / paired.repeats  # ≈ 2σ_w²/r: what repeat noise adds to Var(D)
+    # ≈ 2σ_w²/r: what repeat noise adds to Var(D) (read per call, each side's own calls per rendering)
+    same = paired.new_r == paired.base_r
+    noise = (w_new + w_base) / paired.repeats if same else w_new / paired.new_r + w_base / paired.base_r
     out.update({"sigma_w": math.sqrt((w_new + w_base) / 2), "sigma_delta": math.sqrt(max(var_d - noise, 0.0))})
     return w_new + w_base
 

@@ -34,6 +34,7 @@ class Project:
     model: str
     version: str
     plugin_version: str
+    model_id: str | None = None  # the id the server answers as, when it is not the version (--model-id)
     key_env: str | None = None  # the environment variable the adapter reads the API key from
     key_required: bool = False  # recording without the key is refused (jev)
     base_url_env: str | None = None  # set in CI when the adapter's default server is on the local machine
@@ -75,14 +76,16 @@ def thresholds_file(project: Project) -> str:
         header = "".join(f"# {line}\n" if line else "#\n" for line in head)
         return f"{header}#\n{preamble(shipped)}{model_section(shipped, REFERENCE_MODEL)}"
     header = "".join(f"# {line}\n" if line else "#\n" for line in head[:-1])
-    return f"{header}\n{no_gates_yet(project.model, project.version)}"
+    return f"{header}\n{no_gates_yet(project.model, project.version, project.model_id)}"
 
 
-def no_gates_yet(model: str, version: str) -> str:
-    """A model's section with no gates yet, under a comment saying how to write them; `thresholds --update`
-    replaces the comment with the gates' own header (thresholds_update.GENERATED_MARK is in it)."""
+def no_gates_yet(model: str, version: str, model_id: str | None = None) -> str:
+    """A model's section with no gates yet but its reading (per call: a team's own recording keeps every call),
+    under a comment saying how to write them; `thresholds --update` replaces the comment with the gates' own
+    header (thresholds_update.GENERATED_MARK is in it) and keeps the reading."""
+    sent = f" --sys1cal-model-id={model_id}" if model_id else ""
     record = (
-        f"pytest --sys1cal --sys1cal-model={model} --sys1cal-model-version={version} --sys1cal-record-mode=once "
+        f"pytest --sys1cal --sys1cal-model={model} --sys1cal-model-version={version}{sent} --sys1cal-record-mode=once "
         f"--sys1cal-report={REPORT}"
     )
     lines = [
@@ -93,7 +96,12 @@ def no_gates_yet(model: str, version: str) -> str:
         f"They then hold every version of {model} without a block of its own, and --sys1cal-baseline={version}",
         "compares a later version with it, rendering by rendering.",
     ]
-    return "".join(f"# {line}\n" for line in lines) + f"{model}:\n"
+    reading = (
+        "  # The gates read each answer per call, what one request to your service gets; `mean` would read each\n"
+        "  # rendering's mean over its calls, the paper's protocol (python -m pytest_sys1cal docs thresholds).\n"
+        "  reading: call\n"
+    )
+    return "".join(f"# {line}\n" for line in lines) + f"{model}:\n{reading}"
 
 
 def workflow(project: Project) -> str:
@@ -125,10 +133,12 @@ def record_env_lines(project: Project, indent: str) -> list[str]:
 
 
 def ini_snippet(project: Project) -> str:
+    sent = f"sys1cal_model_id = {json.dumps(project.model_id)}\n" if project.model_id else ""
     return (
         "[tool.pytest.ini_options]\n"
         f"sys1cal_model = {json.dumps(project.model)}\n"
         f"sys1cal_model_version = {json.dumps(project.version)}\n"
+        f"{sent}"
     )
 
 
@@ -204,8 +214,9 @@ WORKFLOW_TEMPLATE = (
 # pytest-sys1cal (written by `python -m pytest_sys1cal init`): replay the committed cassettes offline on every
 # push and pull request and gate them against thresholds.yaml; record a new model version only when asked
 # (Actions → sys1cal → Run workflow), behind the GitHub environment sys1cal-record, with a dollar cap.
-# The model and the version gated are read from [tool.pytest.ini_options] (sys1cal_model, sys1cal_model_version;
-# the snippet init printed): the one place that says it, for local runs and CI alike.
+# The model and the version gated are read from [tool.pytest.ini_options] (sys1cal_model, sys1cal_model_version,
+# and sys1cal_model_id where the server's id is not the version; the snippet init printed): the one place that
+# says it, for local runs and CI alike. A replay sends the id each version folder's manifest was recorded under.
 # Every run appends its gates and tables to the job summary and uploads its reports as artifacts.
 # What each part is for: docs/setup.md of pytest-sys1cal.
 name: sys1cal
@@ -225,6 +236,11 @@ on:
         description: "Dollar cap: the recording refuses to start, or stops, before spending more (at most MAX_COST_CEILING)"
         required: true
         default: "5"
+        type: string
+      model_id:
+        description: "Model id to send, when it is not sys1cal_model_id in the ini (e.g. prod); empty: the ini's, else the version"
+        required: false
+        default: ""
         type: string
 
 permissions:
@@ -335,6 +351,7 @@ jobs:
     env:
       VERSION: ${{ inputs.version }}
       MAX_COST: ${{ inputs.max_cost }}
+      MODEL_ID: ${{ inputs.model_id }}
     steps:
       # The inputs are checked before they are used: the version must be a plain name (it names a folder), the
       # cap a number of dollars no larger than MAX_COST_CEILING.
@@ -351,6 +368,10 @@ jobs:
           fi
           if ! awk -v cost="$MAX_COST" -v ceiling="$MAX_COST_CEILING" 'BEGIN { exit !(cost + 0 <= ceiling + 0) }'; then
             echo "::error::max_cost $MAX_COST is above MAX_COST_CEILING ($MAX_COST_CEILING dollars), set in the workflow"
+            exit 1
+          fi
+          if [[ -n "$MODEL_ID" && ! "$MODEL_ID" =~ ^[A-Za-z0-9][A-Za-z0-9._+:/@-]{0,199}$ ]]; then
+            echo "::error::the model_id input must be a model id: letters, digits and . _ + : / @ -, starting with a letter or digit"
             exit 1
           fi
       - uses: actions/checkout@v5
@@ -373,6 +394,9 @@ jobs:
 @RECORD_ENV@
         run: |
           args=(--sys1cal "--sys1cal-model-version=$VERSION" --sys1cal-record-mode=once "--sys1cal-max-cost=$MAX_COST" --junitxml=@JUNIT@ --sys1cal-report=@REPORT@ --sys1cal-html=@HTML@)
+          if [[ -n "$MODEL_ID" ]]; then
+            args+=("--sys1cal-model-id=$MODEL_ID")
+          fi
           if [[ -n "$BASELINE_VERSION" && "$BASELINE_VERSION" != "$VERSION" ]]; then
             args+=("--sys1cal-baseline=$BASELINE_VERSION")
           fi

@@ -8,10 +8,14 @@ from dataclasses import dataclass, field
 
 from ..defaults import ALPHA, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
 from ..errors import InputError
-from ..vocabulary import PRIMITIVES
+from ..vocabulary import CALL_READING, MEAN_READING, PRIMITIVES
 from .kinds import KINDS, Gate, LambdaTest, kinds_in
 
 SECTIONS = (*PRIMITIVES, "uncertainty", "decisions", "regression")
+# A model's section (and a version's block) holds its sections and one setting that is not a section: which
+# reading of the answers decides its gates (vocabulary.READINGS; docs/thresholds.md, "The reading").
+READING_KEY = "reading"
+MODEL_KEYS = (*SECTIONS, READING_KEY)
 
 
 class ThresholdsError(InputError):
@@ -57,6 +61,38 @@ class UpgradeConfig:
 
 
 @dataclass(frozen=True)
+class Reading:
+    """Which reading of the answers decides the gates of one model and version (``reading: call`` or ``mean``),
+    and the key path and line that set it; `path` None: no key sets it, the default (mean) is in force."""
+
+    value: str = MEAN_READING
+    path: str | None = None
+    line: int = 0
+    file: str | None = None  # the thresholds file; None: the run has none
+
+    def said(self) -> str:
+        """Where the reading comes from, for messages: "thresholds.yaml:3 systemone.reading: call"."""
+        if self.path is None:
+            return (
+                f"{self.file} sets no reading: the default, {self.value}"
+                if self.file
+                else f"the default reading, {self.value}"
+            )
+        return f"{self.file}:{self.line} {self.path}: {self.value}"
+
+    def refusal(self, holder: str, per_answer: int) -> str | None:
+        """Why `holder` (a cassette folder, a baseline) cannot be read under this reading, as one line; None when
+        it can. Cassettes whose answers are means of several calls hold no single call to read per call."""
+        if self.value != CALL_READING or per_answer <= 1:
+            return None
+        return (
+            f"{self.said()}, but {holder} holds {per_answer}-call means (each answer rebuilt from a published "
+            "mean), not single calls, so nothing in it can be read per call: set reading: mean for this model or "
+            'version (python -m pytest_sys1cal docs thresholds, "The reading"), or record the version afresh'
+        )
+
+
+@dataclass(frozen=True)
 class Thresholds:
     """The gates that apply to one model (and version), after merging the version's overrides."""
 
@@ -70,6 +106,7 @@ class Thresholds:
     versions: tuple[str, ...] = ()  # version keys present under this model
     notice: str | None = None  # why nothing applies (no section for this model), for the summary
     lines: Mapping[str, int] = field(default_factory=dict)  # each layer's key line in the file
+    reading: Reading = field(default_factory=Reading)
 
     @property
     def inherited(self) -> bool:

@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..defaults import RECALIBRATION_SPLITS
-from ..document import ModelBlock, ReportDocument
-from ..document_upgrade import UpgradeDetails, UpgradeMetric, UpgradeResult
+from ..document import ModelBlock, ReportDocument, averaged_calls
+from ..document_upgrade import ReadingVerdict, UpgradeDetails, UpgradeMetric, UpgradeResult
 from ..errors import InputError
-from ..vocabulary import PRIMITIVES, REPORT_SCHEMA, Verdict
-from .rows import GateRow
+from ..vocabulary import CALL_READING, MEAN_READING, PRIMITIVES, REPORT_SCHEMA, Verdict, reading_label
+from .evaluate import unmeasured_fails as unmeasured
+from .rows import GateRow, outcome
 from .schema import Thresholds, UpgradeConfig
 from .upgrade_margins import inconclusive_setting, margins_details
 
@@ -40,6 +41,7 @@ def evaluate_upgrade(
     seed: int = 0,
     *,
     baseline_name: str = "the baseline",
+    reading: str = MEAN_READING,
     splits: int = RECALIBRATION_SPLITS,
     explain: bool = True,
 ) -> list[GateRow]:
@@ -47,32 +49,88 @@ def evaluate_upgrade(
     rendering, with verdict "passed", "FAILED", "inconclusive" or "not measured". Each row adds
     ``baseline``, ``new`` (mean OVL over the paired renderings) and ``details`` (the full comparison, with why
     each primitive moved unless `explain` is False: the trend's steps leave it out).
+    `reading`: each rendering's OVL read from its repeat mean or per call (thresholds.yaml's `reading`).
 
-    Raises UpgradeError when the baseline is not a report, was computed on another dataset, or has a
-    different number of repeats per rendering."""
+    Raises UpgradeError when the baseline is not a report, was computed on another dataset, or cannot be
+    paired under the reading (another number of repeats per rendering read as means; means read per call)."""
     from ..analysis.paired import PairingError
-    from ..analysis.upgrade import Margin, compare_reports
 
     config = thresholds.regression if isinstance(thresholds, Thresholds) else thresholds or UpgradeConfig()
     dataset = report.get("dataset")  # None in a report assembled without one: then no baseline matches it
     check_baseline(baseline_report, dataset.get("sha256") if dataset else None, baseline_name)
-    margins = {p: Margin(config.drop[p], config.fail_drop[p]) for p in PRIMITIVES}
     try:
-        comparison = compare_reports(
-            report,
-            baseline_report,
-            margins=margins,
-            alpha=config.alpha,
-            seed=seed,
-            resamples=config.resamples,
-            primitives=config.primitives,
-            splits=splits,
-            explain=explain,
-        )
+        comparison = _compare(config, report, baseline_report, seed, reading, splits=splits, explain=explain)
     except PairingError as exc:
         raise UpgradeError(f"{baseline_name}: {exc}") from None
     model: ModelBlock | None = report.get("model")  # None in a report assembled without one
     return [_upgrade_row(prim, m, comparison, config, model) for prim, m in comparison["metrics"].items()]
+
+
+def _compare(
+    config: UpgradeConfig,
+    report: ReportDocument,
+    baseline: ReportDocument,
+    seed: int,
+    reading: str,
+    *,
+    splits: int = RECALIBRATION_SPLITS,
+    explain: bool = False,
+) -> UpgradeResult:
+    from ..analysis.upgrade import Margin, compare_reports
+
+    margins = {p: Margin(config.drop[p], config.fail_drop[p]) for p in PRIMITIVES}
+    return compare_reports(
+        report,
+        baseline,
+        margins=margins,
+        alpha=config.alpha,
+        seed=seed,
+        resamples=config.resamples,
+        primitives=config.primitives,
+        reading=reading,
+        splits=splits,
+        explain=explain,
+    )
+
+
+def other_reading(
+    thresholds: Thresholds | UpgradeConfig | None,
+    report: ReportDocument,
+    baseline: ReportDocument,
+    seed: int,
+    reading: str,
+) -> ReadingVerdict | None:
+    """The upgrade comparison under the reading that does not decide (the same margins, α and resamples), for
+    the notice when the two readings disagree; None when they are one (a call per rendering on both sides)."""
+    from ..analysis.paired import PairingError
+    from .upgrade_verdict import VERDICTS, decided_by, primitive_comparison
+
+    if averaged_calls(report) == 1 and averaged_calls(baseline) == 1:
+        return None
+    config = thresholds.regression if isinstance(thresholds, Thresholds) else thresholds or UpgradeConfig()
+    other = CALL_READING if reading == MEAN_READING else MEAN_READING
+    label = reading_label(other, averaged_calls(report))
+    try:
+        comparison = _compare(config, report, baseline, seed, other)
+    except PairingError as exc:
+        return {
+            "reading": other,
+            "label": label,
+            "verdict": str(Verdict.NOT_MEASURED),
+            "summary": "",
+            "reason": str(exc),
+        }
+    model: ModelBlock | None = report.get("model")
+    rows = unmeasured(_upgrade_row(p, m, comparison, config, model) for p, m in comparison["metrics"].items())
+    primitives = {gate.primitive: primitive_comparison(gate) for gate in rows}
+    verdict = VERDICTS[outcome(rows)]
+    return {
+        "reading": other,
+        "label": label,
+        "verdict": str(verdict),
+        "summary": decided_by(verdict, primitives),
+        "primitives": primitives,
+    }
 
 
 def _upgrade_row(
@@ -91,13 +149,14 @@ def _upgrade_row(
         "only_in_new": comparison["only_in_new"],
         "only_in_baseline": comparison["only_in_baseline"],
         "repeats": comparison["repeats"],
+        "reading": comparison["reading"],
         "resamples": comparison["resamples"],
         "seed": comparison["seed"],
         "cells": comparison["cells"],
     }
     return GateRow(
         name=f"regression.{prim}.mean_ovl",
-        metric=f"primitives.{prim}.mean_ovl (new − baseline, paired)",
+        metric=f"primitives.{m['metric']} (new − baseline, paired)",
         observed=m["difference"],
         limit=-m["margin"],
         verdict=verdict,

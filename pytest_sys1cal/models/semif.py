@@ -256,7 +256,7 @@ class SemIfAdapter(ModelAdapter):
     def body(self, state: Any, question: Mapping[str, Any]) -> dict[str, Any]:
         """The request body that asks one question."""
         user, _ = user_prompt(state, question)
-        common = {"model": self.version, "max_tokens": 1, "temperature": 0, "cache_prompt": False}
+        common = {"model": self.sent_model, "max_tokens": 1, "temperature": 0, "cache_prompt": False}
         if self.mode == "completion":
             prompt = f"{SYSTEM}\n\n{user}\n\n{self.prefill}"
             return {**common, "prompt": prompt, "logprobs": self.top_k}

@@ -65,10 +65,10 @@ class SystemOneAdapter(ModelAdapter):
         # encoding the whole body (object keys keep their order, the separators are the same), without parsing
         # the state or encoding questions that an earlier rendering with the same texts was asked.
         encoded = (
-            f'{{"model":{encode_json(self.version)},"state":{rendering.state_json},'
+            f'{{"model":{encode_json(self.sent_model)},"state":{rendering.state_json},'
             f'"questions":{_questions_json(QuestionTexts.of(rendering), question_ids)}}}'
         ).encode()
-        body = _Body(self.version, rendering, question_ids)
+        body = _Body(self.sent_model, rendering, question_ids)
         return [WireRequest("POST", f"{self.base_url}/v1/systemone", body, self.json_headers(), encoded)]
 
     def parse(self, question_ids: Sequence[str], responses: Sequence[WireResponse]) -> dict[str, Any]:
@@ -101,8 +101,9 @@ class SystemOneAdapter(ModelAdapter):
         if status < 500 and MODEL_NOT_FOUND.search(message):
             return ServerError(
                 status,
-                f"{message} (the server does not know the model {self.version!r}, which the plugin sends from "
-                "--sys1cal-model-version: name one it serves; typed-gguf takes a registry alias or jev-latest)",
+                f"{message} (the server does not know the model {self.sent_model!r}, which the plugin sends from "
+                f"{self.model_id_source}: name one it serves with --sys1cal-model-id; typed-gguf takes a registry "
+                "alias or jev-latest)",
                 fatal=True,
             )
         match = TYPED_ERROR.match(message) if status == 500 else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, TypedDict
 
-from ..document import ReportDocument
+from ..document import CallCell, CallSummary, GroupCell, ReportDocument
 from ..document_upgrade import GroupDifference
 from ..gates.rows import GateRow
 from ..run_report import Report
@@ -27,19 +27,28 @@ class Overall(TypedDict):
     ci: list[float] | None
 
 
+def several_calls(result: ReportDocument) -> bool:
+    """Whether the report holds more than one call of a rendering: then the per-call reading differs from the
+    repeat mean and the tables show it beside it (with one call per rendering the two are the same numbers)."""
+    calls = result.get("calls")
+    return bool(calls and calls["measured"] and calls["calls"] > result["counts"]["measured"])
+
+
 def _breakdown_table(result: ReportDocument, key: Literal["by_family", "by_representation"], what: str) -> Table | None:
     groups = result.get(key)
     if groups is None:  # a report from before the breakdowns
         return None
     prims = list(result["primitives"])
-    columns = [what, "n", "latent"] + [f"{LABELS.get(p, p)} {stat}" for p in prims for stat in ("TV", "OVL")]
+    per_call = several_calls(result)
+    stats = ("TV", "OVL", "OVL per call") if per_call else ("TV", "OVL")
+    columns = [what, "n", "latent"] + [f"{LABELS.get(p, p)} {stat}" for p in prims for stat in stats]
     rows = []
     partial = []
     for name, group in groups.items():
         cells = group["primitives"]
         rows.append(
             [name, str(group["renderings"]), str(group["latent_problems"])]
-            + [fmt(cells[p][stat], 3) for p in prims for stat in ("mean_tv", "mean_ovl")]
+            + [cell for p in prims for cell in _cells(cells[p], per_call)]
         )
         partial += [
             f"{LABELS.get(p, p)} on {name}: {cells[p]['n']} of {group['renderings']}"
@@ -50,17 +59,37 @@ def _breakdown_table(result: ReportDocument, key: Literal["by_family", "by_repre
     total = result["primitives"]
     rows.append(
         ["all", str(counts["measured"]), str(counts["latent_problems"])]
-        + [fmt(total[p][stat], 3) for p in prims for stat in ("mean_tv", "mean_ovl")]
+        + [
+            cell
+            for p in prims
+            for cell in [fmt(total[p]["mean_tv"], 3), fmt(total[p]["mean_ovl"], 3)]
+            + ([fmt(_call_ovl(total[p].get("per_call")), 3)] if per_call else [])
+        ]
     )
     notes = [
         f"Table 1 on each {what}'s renderings: mean TV and mean OVL = 1 − mean TV to p*; n renderings, "
         f"latent problems with a rendering in the {what}. Score uses μ_S."
+        + (
+            " OVL per call: the mean over each rendering's calls of 1 − |p − p*|, what one request gets."
+            if per_call
+            else ""
+        )
     ]
     if partial:
         notes.append("Primitives not asked on every rendering (n asked): " + "; ".join(partial) + ".")
     if not groups:
         notes.append("Not computed: no rendering was measured.")
     return Table(title=f"Table 1 by {what}", columns=columns, rows=rows, notes=notes)
+
+
+def _cells(cell: GroupCell, per_call: bool) -> list[str]:
+    values = [fmt(cell["mean_tv"], 3), fmt(cell["mean_ovl"], 3)]
+    return values + [fmt(_call_ovl(cell.get("per_call")), 3)] if per_call else values
+
+
+def _call_ovl(cell: CallCell | CallSummary | None) -> float | None:
+    """A cell's per-call mean OVL (None in a report written before the per-call reading)."""
+    return None if cell is None else cell["mean_ovl"]
 
 
 def by_family_table(result: ReportDocument) -> Table | None:

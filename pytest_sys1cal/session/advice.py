@@ -71,6 +71,8 @@ class Advice:
         them, and re-recording this folder (mode ``all``) asks as many as it holds; the cost cap is kept, and so
         is the run's selection (-k, -m, node ids) except where one rendering or the whole folder is meant."""
         parts = self.run_parts(cassettes)
+        if self.adapter.model_id:  # the id this run sends (a recording into another folder must send it too)
+            parts.append(argument("model_id", self.adapter.model_id))
         if self.settings.base_url is not None or mode != "none":
             parts.append(argument("base_url", self.base_url))
         repeats = self.settings.repeats

@@ -107,6 +107,7 @@ def _facts(run: Sys1CalRun) -> RunFacts:
     return RunFacts(
         model=run.settings.model,
         version=run.adapter.version,
+        model_id=run.adapter.model_id,
         source=run.folder.source,
         server_model=run.folder.server_model,
         repeats=run.repeats,

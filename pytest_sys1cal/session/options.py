@@ -55,8 +55,16 @@ OPTIONS = [
     ),
     Option(
         "--sys1cal-model-version",
-        "model id sent and pinned; names the cassette folder (default: the adapter's pin, jev-1.13.0 for jev)",
+        "the version: names the cassette folder and the reports; the model id sent too, unless --sys1cal-model-id "
+        "gives another (default: the adapter's pin, jev-1.13.0 for jev)",
         metavar="V",
+    ),
+    Option(
+        "--sys1cal-model-id",
+        "the model id sent to the server and pinned (the server-reported model is checked against it), when it is "
+        "not the version, e.g. a server that answers as prod for every deployment (default: the id the version's "
+        "manifest says it was recorded under, else the version)",
+        metavar="ID",
     ),
     Option(
         "--sys1cal-base-url",
@@ -235,6 +243,9 @@ class Settings:
     # ini key: only there may the bundled reference set stand in for a folder the project lacks.
     default_cassettes: bool = False
     recalibration: Path | None = None  # --sys1cal-recalibration: the map the answers are replayed through
+    model_id: str | None = (
+        None  # as given (option or ini); the folder's manifest decides a replay's (store/manifest.py)
+    )
 
     @property
     def recording(self) -> bool:
@@ -344,13 +355,20 @@ NAMED = {
 
 
 def _check_names(values: dict[str, Any]) -> None:
-    """A model or version that is not a plain name is refused before anything is read or written."""
+    """A model or version that is not a plain name is refused before anything is read or written; so is a model
+    id that a server could not be sent as it is meant (it is sent as JSON text, shown in every notice)."""
     for field, why in NAMED.items():
         if values[field] is not None:
             try:
                 check_name(values[field], flag(field), why)
             except NotAName as exc:
                 raise pytest.UsageError(str(exc)) from None
+    given = values["model_id"]
+    if given is not None and (len(given) > 200 or not given.isprintable() or any(c.isspace() for c in given)):
+        raise pytest.UsageError(
+            f"{flag('model_id')}={given!r}: a model id is printable text of at most 200 characters without spaces "
+            "(e.g. prod, org/model:tag), as the server names it"
+        )
 
 
 def _resolve(config: pytest.Config, option: Option, where: Placement) -> Any:

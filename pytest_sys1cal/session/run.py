@@ -31,7 +31,7 @@ from ..redact import Redactor
 from ..report.terminal import Line
 from ..results import ResultRow
 from ..run_report import Baseline, Report
-from ..store.folder import CassetteFolder, reference_root
+from ..store.folder import CassetteFolder, model_id_of, reference_root
 from ..store.replay_cache import CACHE_NAME
 from ..versions.upgrade_baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
 from .advice import Advice, selection_of
@@ -125,11 +125,17 @@ class Sys1CalRun:
             thresholds_in_force(settings, adapter, registered, self.reference) if self.controller else None
         )
         self.folder = folder_of(settings, adapter, self.redactor, self.reference)
+        adapter.model_id = model_id_of(self.folder, settings.model_id)  # what a replay sends is what was recorded
         option = self.config.option
         selection = selection_of(getattr(option, "keyword", ""), getattr(option, "markexpr", ""), self.config.args)
         self.advice = Advice(settings, adapter, self.dataset, self.folder, selection)
         if self.controller:
             self.folder.check(self.dataset, self.advice, collect_only=self.config.option.collectonly)
+            refused = self.thresholds and self.thresholds.reading.refusal(
+                str(self.folder.path), self.folder.repeats_per_answer
+            )
+            if refused:
+                raise InputError(refused)
         try:
             adapter.use_recorded_settings(self.folder.recorded_settings)
         except InputError as exc:  # a setting the environment sets otherwise than the folder was recorded with
@@ -149,7 +155,8 @@ class Sys1CalRun:
         baseline_repeats = averaged_repeats(self.baseline.report) if self.baseline else None
         self.repeats = repeats or self.folder.repeats(settings.repeats, baseline_repeats)
         if self.baseline is not None:
-            check_repeats(self.baseline, self.repeats, self.folder.repeats_per_answer)
+            reading = self.thresholds.reading if self.thresholds else None
+            check_repeats(self.baseline, self.repeats, self.folder.repeats_per_answer, reading)
 
     def workerinput(self) -> dict[str, Any]:
         """What an xdist worker needs from the controller's configure: the repeats it decided."""
@@ -181,7 +188,7 @@ class Sys1CalRun:
         recording's lock was taken over."""
         folder, adapter = self.folder, self.adapter
         notice = folder.start_recording(
-            self.dataset, self.repeats, folder.questions, adapter.settings(), adapter.base_url
+            self.dataset, self.repeats, folder.questions, adapter.settings(), adapter.base_url, adapter.model_id
         )
         if self.shard is not None:  # a shard says what it holds from the start: a killed one is seen as unfinished
             leave_manifest(

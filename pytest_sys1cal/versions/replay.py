@@ -24,7 +24,7 @@ from ..names import ALLOWED, is_plain_name
 from ..redact import Redactor
 from ..results import ResultRow
 from ..run_report import Report, RunFacts, build_report
-from ..store.folder import CassetteFolder, restore_from_git
+from ..store.folder import CassetteFolder, model_id_of, restore_from_git
 from ..store.lfs import ADVICE, is_pointer
 from ..store.manifest import MANIFEST
 
@@ -99,6 +99,7 @@ def open_version(root: Path, model: str, version: str, adapter: ModelAdapter) ->
         adapter.use_recorded_settings(folder.recorded_settings)
     except InputError as exc:  # a setting the environment sets otherwise than the folder was recorded with
         raise InputError(f"{folder.path}: {exc}") from None
+    adapter.model_id = model_id_of(folder, None)  # the id it was recorded under, whatever this run sends
     return folder
 
 
@@ -162,6 +163,7 @@ def version_report(
     facts = RunFacts(
         model=folder.model,
         version=folder.version,
+        model_id=model_id_of(folder, None),
         source=folder.source,
         server_model=folder.server_model,
         repeats=folder.repeats(None),

@@ -28,7 +28,7 @@ PRIMITIVE_KEYS = (
     "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier, max_mcb, min_dsc"
 )
 SECTIONS = "noul, choice, score, uncertainty, decisions, regression"
-MODEL_KEYS = f"{SECTIONS}, or a model version (e.g. 'jev-1.14.0') holding those sections"
+MODEL_KEYS = f"{SECTIONS}, reading, or a model version (e.g. 'jev-1.14.0') holding those sections"
 
 
 def evaluate(thresholds: Thresholds, report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -206,7 +206,7 @@ MISTAKES = {
     ),
     "typo inside a version": (
         "jev:\n  noul: {min_mean_ovl: 0.9}\n  jev-1.14.0:\n    choise: {min_mean_ovl: 0.8}\n",
-        f"4: jev[jev-1.14.0].choise: unknown key 'choise'; did you mean 'choice'? Allowed keys: {SECTIONS}.",
+        f"4: jev[jev-1.14.0].choise: unknown key 'choise'; did you mean 'choice'? Allowed keys: {SECTIONS}, reading.",
     ),
     "bad value inside a version": (
         "jev:\n  jev-1.14.0:\n    choice: {min_mean_ovl: 2}\n",
