@@ -37,7 +37,7 @@ def comparison_block(
     """The ``comparison`` block of `report` (its gates `gates` judged, the upgrade rows among them) against the
     `baseline` report, which came from `origin` at `location`; `node_ids`: instance id → the node id that
     re-runs the rendering (None: not known, e.g. a report assembled outside a pytest run)."""
-    from ..analysis.rendering_moves import rendering_moves
+    from ..analysis.rendering_moves import chance_spreads, rendering_moves
 
     summary = summarize(gates)
     primitives = {gate.primitive: _primitive(gate) for gate in summary.upgrade}
@@ -53,6 +53,8 @@ def comparison_block(
     }
     compared = [prim for prim in PRIMITIVES if primitives.get(prim, {}).get("difference") is not None]
     moves = rendering_moves(report, baseline, compared)
+    for prim, spread in chance_spreads(report, baseline, compared).items():
+        primitives[prim]["chance"] = spread
     paired = next((gate.details["matched"] for gate in summary.upgrade if gate.details), len(moves))
     said = decided_by(verdict, primitives)
     return {
@@ -91,6 +93,8 @@ def _primitive(gate: GateRow) -> PrimitiveComparison:
                 "lower_level": details["lower_level"],
                 "upper": details["upper"],
                 "upper_level": details["upper_level"],
+                "p_noninferior": details["p_noninferior"],
+                "p_worse": details["p_worse"],
             }
         )
     if "reason" in details:  # not compared, and why

@@ -358,7 +358,11 @@ def test_the_comment_without_a_baseline_says_the_gates_verdict(pytester: pytest.
     result.stdout.fnmatch_lines([f"Markdown comment written to {comment}"])
     assert comment.read_text(encoding="utf-8") == (
         "<!-- pytest-sys1cal: pull-request comment -->\n"
-        "### ✅ Sys1Cal calibration: jev jev-1.13.0 — every gate in force passed\n"
+        "### ✅ Sys1Cal calibration: jev jev-1.13.0 — every gate in force passed; no upgrade comparison made\n\n"
+        "**No upgrade comparison was made:** this run had no baseline, so its verdict is the thresholds file's floors "
+        "and ceilings alone, not whether this version is as good as the one it replaces. To compare, set "
+        "`BASELINE_VERSION` in the workflow `init` wrote (or pass `--sys1cal-baseline=VERSION`, a version folder "
+        "beside this one or a saved JSON report).\n"
     )
     # The λ gate's observed value is the p-value of its test, and says so.
     result.stdout.fnmatch_lines(["uncertainty.require_lambda_positive *p = 1.0e-10 *α = 0.0100 *passed"])
