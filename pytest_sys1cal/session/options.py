@@ -132,8 +132,9 @@ OPTIONS = [
     Option("--sys1cal-concurrency", "recording: requests in flight at once", 8, type=positive_int, metavar="N"),
     Option(
         "--sys1cal-rate",
-        "recording: at most N requests per minute, evenly spaced; 0 = no limit (Jev allows 1,200)",
-        1000,
+        "recording: at most N requests per minute, evenly spaced; 0 = no limit (default: 1,000 for Jev, which allows "
+        "1,200; a systemone or semif server on this machine or a private network: its own pace)",
+        None,
         type=non_negative_int,
         metavar="N",
     ),
@@ -208,7 +209,7 @@ class Settings:
     bootstrap: int
     recalibration_splits: int
     concurrency: int
-    rate: int
+    rate: int | None  # None: not given (recording_hooks.rate_in_force decides by the server's origin)
     max_cost: float | None
     price: float | None  # dollars per million input tokens; None: Jev's list price
     timeout: float

@@ -74,7 +74,7 @@ class Sys1CalRun:
             self._baseline(registered, repeats)
         # This process's recording (None: a replay), its end settled once (session/ending.py).
         self.recording: Recording | None = (
-            recording_of(config, settings, controller, self.redactor) if settings.recording else None
+            recording_of(config, settings, self.adapter, controller, self.redactor) if settings.recording else None
         )
         self.measurer = Measurer(
             self.adapter,
@@ -253,14 +253,16 @@ def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, regi
     )
 
 
-def recording_of(config: pytest.Config, settings: Settings, controller: bool, redactor: Redactor) -> Recording:
+def recording_of(
+    config: pytest.Config, settings: Settings, adapter: ModelAdapter, controller: bool, redactor: Redactor
+) -> Recording:
     """This process's recording (its lines through the run's redactor); an xdist worker's limits are its share
     of the run's."""
     from .recording_hooks import Recording, limits_for, workercount
 
     workerinput: Mapping[str, Any] = getattr(config, "workerinput", {})
     share = workercount(workerinput) if not controller else 1
-    return Recording(config, limits_for(settings, share), redactor, quiet=not controller)
+    return Recording(config, limits_for(settings, adapter, share), redactor, quiet=not controller)
 
 
 def _import_analysis() -> None:
