@@ -8,14 +8,20 @@ both alike; medians are printed. 365 is the bundled Jev set; the larger sizes ar
 `python -m pytest_sys1cal generate` (seeded) and recorded once, through the plugin, against the loopback
 /v1/systemone server of tests/loopback.py, one repeat each (cached in --workdir; the first run records).
 
+Every run has pytest's cacheprovider on, each with a cache dir of its own. This tree's replay runs twice:
+`cold`, its cache dir emptied before each run (every cassette read in full, the replay cache filled), and
+`warm`, with the cache its untimed first run filled (each row from the replay cache, one in 16 also derived
+from its cassette: the audit). The trivial suite keeps its cache dir (last-failed and node ids, as in
+everyday use).
+
 Printed per size: wall time of both, their ratio, the plugin's marginal µs per rendering (its time minus
 the trivial run's, per rendering), peak RSS of both and the plugin's KB per rendering above the trivial
 run, and the `-n 2 / -n 0` ratio of each (xdist). `--tree` runs the same measurements for other checkouts
 of the plugin (e.g. an earlier commit, via PYTHONPATH), interleaved with this one, for a before/after table;
 each tree replays cassettes its own manifest format describes (its bundled set; a copy of each generated
 recording that the tree's own plugin has completed, so a tree that checks answer digests pays for it, and a
-tree that writes a replay index replays from the index it wrote; delete a tree's copies after changing its
-plugin).
+tree from before the replay cache that writes a replay index replays from the index it wrote; delete a
+tree's copies after changing its plugin).
 Targets (issue 27): marginal ≤ 150 µs per rendering beyond a trivial item, the 18k run ≤ 1.3× a trivial suite
 of the same size, the analysis of 18k renderings ≤ 1.5 s on 2 cores; ≤ ~5 KB per rendering, plugin -n 2/-n 0
 at or below the trivial suite's (issue 14).
@@ -46,10 +52,11 @@ import json, re, resource, subprocess, sys, time
 start = time.perf_counter()
 done = subprocess.run(sys.argv[2:], cwd=sys.argv[1], capture_output=True, text=True)
 elapsed = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+peak, cpu = usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 found = re.search(r"analysis and reports of \d+ renderings: ([\d.]+) s", done.stdout)
-print(json.dumps({"seconds": elapsed, "peak_mb": peak, "rc": done.returncode, "analysis": float(found.group(1)) if found else None,
-                  "tail": done.stdout[-400:] + done.stderr[-400:]}))
+print(json.dumps({"seconds": elapsed, "cpu": cpu, "peak_mb": peak, "rc": done.returncode,
+                  "analysis": float(found.group(1)) if found else None, "tail": done.stdout[-400:] + done.stderr[-400:]}))
 """
 TRIVIAL = """
 import pytest
@@ -70,9 +77,11 @@ class Case:
     results: dict[str, list[dict[str, float]]] = field(default_factory=dict)
 
 
-def measure(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float]:
+def measure(args: list[str], cwd: Path, env: dict[str, str], cache: Path | None = None) -> dict[str, float]:
+    """One timed run; with pytest's cache in `cache` (None: -p no:cacheprovider, no cache at all)."""
+    caching = ["-o", f"cache_dir={cache}"] if cache is not None else ["-p", "no:cacheprovider"]
     out = subprocess.run(
-        [sys.executable, "-c", WRAPPER, str(cwd), sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        [sys.executable, "-c", WRAPPER, str(cwd), sys.executable, "-m", "pytest", "-q", *caching, *args],
         capture_output=True, text=True, env=env, check=True,
     )  # fmt: skip
     result = json.loads(out.stdout)
@@ -124,7 +133,12 @@ def main() -> int:
     parser.add_argument("--no-xdist", action="store_true", help="skip the -n 2 runs")
     options = parser.parse_args()
     options.workdir.mkdir(parents=True, exist_ok=True)
-    trees = {"this": None, **{Path(t).name: Path(t).resolve() for t in options.tree}}
+    # name: (checkout, whose cache dir is emptied before each run); "cold" and "warm" are this tree.
+    trees = {
+        "cold": (None, True),
+        "warm": (None, False),
+        **{Path(t).name: (Path(t).resolve(), False) for t in options.tree},
+    }
     cases = []
     for size in (int(s) for s in options.sizes.split(",")):
         trivial = options.workdir / f"trivial-{size}"
@@ -134,24 +148,36 @@ def main() -> int:
 
     xdist = [[]] if options.no_xdist else [[], ["-n", "2"]]
     for case in cases:
-        for extra in xdist:  # one untimed run of each first: warm bytecode and file caches
-            measure([*case.replay, *extra], REPO, os.environ.copy())
-            measure(extra, case.trivial_dir, os.environ.copy())
+        trivial_cache = options.workdir / f"cache-trivial-{case.size}"
+        for extra in xdist:  # one untimed run of each first: warm bytecode and file caches, fill the warm caches
+            measure(extra, case.trivial_dir, os.environ.copy(), trivial_cache)
+            for name, (tree, _) in trees.items():
+                args = [*own_cassettes(case, name if tree else "this", tree, options.workdir), *extra]
+                measure(args, tree or REPO, tree_env(tree), cache_dir(options.workdir, case, name, extra, fresh=True))
         for _ in range(options.rounds):
             for extra in xdist:
                 n = "-n2" if extra else "-n0"
-                case.results.setdefault(f"trivial {n}", []).append(measure(extra, case.trivial_dir, os.environ.copy()))
-                for name, tree in trees.items():
+                trivial = measure(extra, case.trivial_dir, os.environ.copy(), trivial_cache)
+                case.results.setdefault(f"trivial {n}", []).append(trivial)
+                for name, (tree, cold) in trees.items():
                     # Run from the tree itself: `python -m pytest` puts the working directory first on sys.path.
+                    args = [*own_cassettes(case, name if tree else "this", tree, options.workdir), *extra]
+                    cache = cache_dir(options.workdir, case, name, extra, fresh=cold)
                     case.results.setdefault(f"{name} {n}", []).append(
-                        measure(
-                            [*own_cassettes(case, name, tree, options.workdir), *extra], tree or REPO, tree_env(tree)
-                        )
+                        measure(args, tree or REPO, tree_env(tree), cache)
                     )
     report(cases, trees, xdist=not options.no_xdist, rounds=options.rounds)
     if not options.no_xdist:
         recording_with_xdist(options.rounds)
     return 0
+
+
+def cache_dir(workdir: Path, case: Case, name: str, extra: list[str], *, fresh: bool) -> Path:
+    """The pytest cache dir of one tree, size and -n; emptied first when `fresh`."""
+    path = workdir / f"cache-{name}-{case.size}{'-n2' if extra else ''}"
+    if fresh:
+        shutil.rmtree(path, ignore_errors=True)
+    return path
 
 
 def tree_env(tree: Path | None) -> dict[str, str]:
@@ -165,8 +191,8 @@ def own_cassettes(case: Case, name: str, tree: Path | None, workdir: Path) -> li
     """The replay arguments of `case` for one tree, on cassettes that tree's own manifest format describes: its
     own bundled set for 365; for a generated set, a copy of the recording made once per tree and completed by a
     recording run of that tree's plugin that has nothing to send (a tree that keeps answer digests in the
-    manifest adds them then, so its replay pays for checking them, and one that writes a replay index writes it
-    then, so its replay reads it; an older one leaves the copy as it is)."""
+    manifest adds them then, so its replay pays for checking them, and one from before the replay cache that
+    writes a replay index writes it then, so its replay reads it; an older one leaves the copy as it is)."""
     root = tree or REPO
     args = [arg.replace(str(REPO / "cassettes"), str(root / "cassettes")) for arg in case.replay]
     recorded = next(
@@ -221,11 +247,13 @@ def median(runs: list[dict[str, float]], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def report(cases: list[Case], trees: dict[str, Path | None], *, xdist: bool, rounds: int) -> None:
+def report(cases: list[Case], trees: dict[str, tuple[Path | None, bool]], *, xdist: bool, rounds: int) -> None:
     print(f"medians of {rounds} interleaved rounds; wall time of the whole pytest process, peak RSS of that process")
     print("µs/rendering: (plugin − trivial) ÷ renderings; replay µs: the same without the analysis and reports,")
-    print("which the plugin times itself; KB/rendering: (plugin − trivial peak RSS) ÷ renderings")
-    head = f"{'renderings':>10} {'plugin':>6} {'trivial s':>9} {'plugin s':>9} {'ratio':>6} {'µs/rendering':>12}"
+    print("which the plugin times itself; KB/rendering: (plugin − trivial peak RSS) ÷ renderings; cpu: the same two")
+    print("of CPU time (user + system, every thread), which other load on a shared machine moves far less than wall")
+    head = f"{'renderings':>10} {'plugin':>10} {'trivial s':>9} {'plugin s':>9} {'ratio':>6} {'µs/rendering':>12}"
+    head += f" {'cpu ratio':>9} {'cpu µs':>6}"
     head += f" {'replay µs':>9} {'analysis s':>10} {'trivial MB':>10} {'plugin MB':>9} {'KB/rendering':>12}"
     if xdist:
         head += f" {'-n2/-n0 plugin':>14} {'-n2/-n0 trivial':>15}"
@@ -243,8 +271,10 @@ def _row(case: Case, name: str, xdist: bool) -> str:
     p_s, p_mb, analysis = median(runs, "seconds"), median(runs, "peak_mb"), median(runs, "analysis")
     assert t_s and t_mb and p_s and p_mb
     replay = "—" if analysis is None else f"{(p_s - analysis - t_s) / case.size * 1e6:.0f}"
+    t_cpu, p_cpu = median(trivial, "cpu") or 0.0, median(runs, "cpu") or 0.0
     line = (
-        f"{case.size:>10} {name:>6} {t_s:>9.2f} {p_s:>9.2f} {p_s / t_s:>6.2f} {(p_s - t_s) / case.size * 1e6:>12.0f}"
+        f"{case.size:>10} {name:>10} {t_s:>9.2f} {p_s:>9.2f} {p_s / t_s:>6.2f} {(p_s - t_s) / case.size * 1e6:>12.0f}"
+        f" {p_cpu / t_cpu if t_cpu else 0:>9.2f} {(p_cpu - t_cpu) / case.size * 1e6:>6.0f}"
         f" {replay:>9} {'—' if analysis is None else f'{analysis:.2f}':>10} {t_mb:>10.0f} {p_mb:>9.0f}"
         f" {(p_mb - t_mb) * 1024 / case.size:>12.1f}"
     )
@@ -263,8 +293,12 @@ def _slope(small: Case, large: Case, name: str) -> str:
 
     n = large.size - small.size
     seconds = (extra(large, "seconds") - extra(small, "seconds")) / n * 1e6
+    cpu = (extra(large, "cpu") - extra(small, "cpu")) / n * 1e6
     memory = (extra(large, "peak_mb") - extra(small, "peak_mb")) * 1024 / n
-    return f"{'marginal':>10} {name:>6} from {small.size} to {large.size} renderings: {seconds:.0f} µs and {memory:.1f} KB per rendering"
+    return (
+        f"{'marginal':>10} {name:>10} from {small.size} to {large.size} renderings: {seconds:.0f} µs ({cpu:.0f} µs of CPU)"
+        f" and {memory:.1f} KB per rendering"
+    )
 
 
 if __name__ == "__main__":

@@ -30,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "before paying for a recording: check the key, the server and the model name, print the plan and its cost "
         "(a dry run: nothing billable is sent)",
     ),
+    "merge": (
+        "pytest_sys1cal.commands.merge",
+        "join the folders of a recording's shards (--sys1cal-shard=I/N) into one version folder, checking each",
+    ),
     "init": (
         "pytest_sys1cal.commands.init",
         "set a project up: starter thresholds.yaml, GitHub Actions workflow, .gitattributes",

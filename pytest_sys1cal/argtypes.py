@@ -70,3 +70,13 @@ def open_probability(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {value}")
     return value
+
+
+def shard_spec(text: str) -> str:
+    """--sys1cal-shard: ``I/N`` (1 ≤ I ≤ N), kept as its text (shards.Shard.parse reads it again)."""
+    from .shards import Shard, ShardError
+
+    try:
+        return Shard.parse(text).spec
+    except ShardError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -238,6 +238,16 @@ class Interrupted(TypedDict):
     measured: int
 
 
+class ShardBlock(TypedDict):
+    """A run of one shard (--sys1cal-shard=I/N): which, and its share of the dataset."""
+
+    index: int
+    count: int
+    latent_problems: int
+    renderings: int
+    of_latent_problems: int
+
+
 class Analysis(TypedDict):
     """What analysis.analyze() computes from the measured renderings: the report's blocks, as it writes them."""
 
@@ -267,6 +277,7 @@ class ReportDocument(Analysis):
     gates: list[GateJSON]
     notices: list[str]
     interrupted: NotRequired[Interrupted]
+    shard: NotRequired[ShardBlock]
     comparison: NotRequired[Comparison]
 
 

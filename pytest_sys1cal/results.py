@@ -52,7 +52,7 @@ class ResultRow:
 
     @classmethod
     def packed(cls, rendering: Rendering, layout: Layout, values: bytes, server_model: str | None) -> ResultRow:
-        """A row from samples already packed (the replay index's): `values` the doubles of `layout`'s shape."""
+        """A row from samples already packed (the replay cache's): `values` the doubles of `layout`'s shape."""
         return cls(rendering.instance_id, None, server_model, values=values, layout=_LAYOUTS.setdefault(layout, layout))
 
     @classmethod

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .dataset import Dataset
-from .document import Counts, Interrupted, ReportDocument, report_document
+from .document import Counts, Interrupted, ReportDocument, ShardBlock, report_document
 from .escape import quoted
 from .gates.rows import GateRow, GateSummary, Outcome, summarize
 from .gates.schema import Thresholds
@@ -38,6 +38,8 @@ class RunFacts:
     # (session/gate_advice.py words it; it names no output of this run, so the report stays the same wherever
     # it is written).
     write_gates: str | None = None
+    # A run of one shard (--sys1cal-shard): the report's ``shard`` block; such a run gates nothing.
+    shard: ShardBlock | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,8 @@ def build_report(
     interrupted = interruption(facts, data["counts"])
     if interrupted is not None:  # only then: the report of a run that went through its selection is unchanged
         data["interrupted"] = interrupted
+    if facts.shard is not None:  # only then: the report of a run of the whole dataset is unchanged
+        data["shard"] = facts.shard
     gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts.seed)
     data["gates"] = [gate.to_json() for gate in gates]
     if baseline is not None:  # only then: a report without a baseline is unchanged
@@ -142,7 +146,7 @@ def _gates(
     from .gates.evaluate import evaluate, not_applicable, unmeasured_fails
     from .gates.upgrade import evaluate_upgrade
 
-    partial = partial_run(data["counts"], total, data.get("interrupted"))
+    partial = partial_run(data["counts"], total, data.get("interrupted"), data.get("shard"))
     gates = evaluate(thresholds, data) if thresholds is not None else []
     gates = not_applicable(gates, partial) if partial else unmeasured_fails(gates)
     if baseline is not None:
@@ -163,13 +167,21 @@ def interruption(facts: RunFacts, counts: Counts) -> Interrupted | None:
     return {"reason": facts.stopped, "selected": selected, "measured": counts["measured"]}
 
 
-def partial_run(counts: Counts, total: int, interrupted: Interrupted | None = None) -> str | None:
-    """Why this run measured less than the whole dataset, or None."""
+def partial_run(
+    counts: Counts, total: int, interrupted: Interrupted | None = None, shard: ShardBlock | None = None
+) -> str | None:
+    """Why this run measured less than the whole dataset (or, a shard's, gates nothing), or None."""
     if interrupted:
         return (
             f"the run was interrupted ({interrupted['reason']}) after {counts['renderings']} of "
             f"{interrupted['selected']} selected renderings; threshold gates describe the whole dataset, so they "
             "are not applied to part of it"
+        )
+    if shard:
+        return (
+            f"this run is shard {shard['index']} of {shard['count']} ({counts['renderings']} of {total} renderings, "
+            f"{shard['latent_problems']} of {shard['of_latent_problems']} latent problems); threshold gates describe "
+            "the whole dataset, so a shard gates nothing: merge the shards and replay the merged folder to gate it"
         )
     if counts["renderings"] < total:
         return (

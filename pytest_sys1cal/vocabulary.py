@@ -32,5 +32,6 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 
 REPORT_SCHEMA = "sys1cal-report/1"
 MANIFEST_SCHEMA = "sys1cal-cassettes/1"
+SHARD_SCHEMA = "sys1cal-shard/1"  # a shard's shard.json (store/shard_manifest.py)
 TREND_SCHEMA = "sys1cal-trend/1"
-REPLAY_INDEX_SCHEMA = 1  # the format of a replay index's lines (store/replay_index.py)
+REPLAY_CACHE_SCHEMA = 1  # the format of a replay cache entry (store/replay_cache.py)

@@ -36,7 +36,7 @@ VOCABULARY = {
     "REPORT_SCHEMA",
     "MANIFEST_SCHEMA",
     "TREND_SCHEMA",
-    "REPLAY_INDEX_SCHEMA",
+    "REPLAY_CACHE_SCHEMA",
 }
 # What the pure parts must not import: they run without pytest (commands, reports read back) and
 # without the recording stack.

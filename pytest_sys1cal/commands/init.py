@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from .. import __version__
@@ -22,7 +23,8 @@ from ..bundled import REFERENCE_MODEL, REFERENCE_VERSION, BundledError
 from ..errors import EXIT_INPUT, InputError
 from ..files import write_atomic
 from ..models import BUILTIN_ADAPTERS
-from .project_files import Project, files, ini_snippet, merged_gitattributes, next_steps
+from .project_files import WORKFLOW, Project, files, ini_snippet, merged_gitattributes, next_steps
+from .workflow_shards import MAX_SHARDS, sharded
 
 GITATTRIBUTES = ".gitattributes"
 NEW, ADD, KEEP, EXISTS = "new", "add", "keep", "exists"  # what init does with each file
@@ -50,8 +52,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dir", type=Path, default=Path("."), help="the project's root, where the files go (default: here)"
     )
     parser.add_argument(
+        "--shards",
+        type=_shard_count,
+        default=0,
+        metavar="N",
+        help="record on N machines at once: the workflow's recording becomes a matrix of N shards and a merge job "
+        "(python -m pytest_sys1cal docs recording)",
+    )
+    parser.add_argument(
         "--show", action="store_true", help="print what init would write (and which files exist), and write nothing"
     )
+
+
+def _shard_count(text: str) -> int:
+    """--shards: 2 … MAX_SHARDS machines (1 is the one-machine workflow, the default)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 2 <= value <= MAX_SHARDS:
+        raise argparse.ArgumentTypeError(f"{value}: give 2 to {MAX_SHARDS} shards (without --shards: one machine)")
+    return value
 
 
 Planned = dict[Path, tuple[str, str]]  # path → (text, what init does: NEW, ADD, KEEP or EXISTS)
@@ -59,7 +80,7 @@ Planned = dict[Path, tuple[str, str]]  # path → (text, what init does: NEW, AD
 
 def main(args: argparse.Namespace) -> int:
     try:
-        project = _project(args.model, args.version)
+        project = replace(_project(args.model, args.version), shards=args.shards)
         if not args.dir.is_dir():
             raise InitError(f"--dir {args.dir}: no such directory; create it, or run init in the project's root")
         planned = _plan(args.dir, project)
@@ -77,7 +98,10 @@ def main(args: argparse.Namespace) -> int:
 def _plan(root: Path, project: Project) -> Planned:
     """Each file's text and what init does with it; an existing .gitattributes gets the lines it lacks."""
     planned: Planned = {}
-    for name, text in files(project).items():
+    texts = files(project)
+    if project.shards:  # the recording as a matrix of shards and a merge
+        texts[WORKFLOW] = sharded(texts[WORKFLOW], project, project.shards)
+    for name, text in texts.items():
         path = root / name
         exists = path.exists() or path.is_symlink()
         if name == GITATTRIBUTES and exists and path.is_file() and not path.is_symlink():

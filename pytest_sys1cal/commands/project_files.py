@@ -15,6 +15,15 @@ WORKFLOW = ".github/workflows/sys1cal.yml"
 # the Markdown one on the pull request).
 JUNIT, REPORT, HTML = "sys1cal-junit.xml", "sys1cal-report.json", "sys1cal-report.html"
 COMMENT = "sys1cal-comment.markdown"
+# Every action the workflows use, pinned by commit (a moved tag cannot change what runs), the tag in a comment. The
+# commits of these tags were cross-checked against several public workflows pinning them (docs/setup.md says how
+# to verify them). The templates name the tag; pin_actions writes the commit.
+ACTIONS = {
+    "actions/checkout@v5": ("08c6903cd8c0fde910a37f88322edcfb5dd907a8", "v5.0.0"),
+    "actions/setup-python@v6": ("e797f83bcb11b83ae66e0230d6156d7c80228e7c", "v6.0.0"),
+    "actions/upload-artifact@v6": ("b7c566a772e6b6bfb58ed0dc250532a479d7789f", "v6.0.0"),
+    "actions/download-artifact@v7": ("37930b1c2abaa49bbe596cd826c3c89aef350131", "v7.0.0"),
+}
 ENVIRONMENT = "sys1cal-record"  # the GitHub environment the record job runs in: its secret, its reviewers, its branch
 MAX_COST_CEILING = 20  # dollars: the workflow refuses a larger max_cost input
 # The step that stops a job whose project has not set the gated version (the ini snippet init prints): without
@@ -39,6 +48,7 @@ class Project:
     key_required: bool = False  # recording without the key is refused (jev)
     base_url_env: str | None = None  # set in CI when the adapter's default server is on the local machine
     local_server: bool = False
+    shards: int = 0  # init --shards N: the recording as a matrix of N shards and a merge (workflow_shards.py)
 
     @property
     def is_reference(self) -> bool:
@@ -99,21 +109,43 @@ def no_gates_yet(model: str, version: str) -> str:
 def workflow(project: Project) -> str:
     """The GitHub Actions workflow, with the project's secrets and example version filled in (the model and the
     version gated are the ini snippet's, ini_snippet; no baseline until the project has a second version)."""
-    record_env = [f"          {project.key_env}: ${{{{ secrets.{project.key_env} }}}}"] if project.key_env else []
-    if project.local_server and project.base_url_env:
-        record_env += [
-            f"          # {project.model}'s default server is on the local machine: set the variable {project.base_url_env}",
-            "          # of the environment sys1cal-record to the origin of the server to record from.",
-            f"          {project.base_url_env}: ${{{{ vars.{project.base_url_env} }}}}",
-        ]
+    record_env = record_env_lines(project, indent="          ")
     env = ["        env:", *record_env] if record_env else []
-    return (
+    text = (
         WORKFLOW_TEMPLATE.replace("@BASELINE@", json.dumps(""))
         .replace("@CEILING@", str(MAX_COST_CEILING))
         .replace("@INSTALL@", json.dumps(install_source(project.plugin_version)))
         .replace("@RECORD_ENV@\n", "".join(line + "\n" for line in env))
         .replace("@EXAMPLE@", "jev-1.14.0" if project.is_reference else f"{project.model}-2")
     )
+    return pin_actions(text)  # init --shards replaces its record job (workflow_shards.py)
+
+
+def pin_actions(text: str) -> str:
+    """Each `uses: <action>@<tag>` of ACTIONS as `uses: <action>@<commit>  # <tag>`; an action not in ACTIONS
+    stops here, so that no workflow is written with a tag alone."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        head, found, ref = line.partition("uses: ")
+        if found and not head.lstrip().startswith("#"):
+            action = ref.strip()
+            commit, tag = ACTIONS[action]
+            line = f"{head}uses: {action.split('@')[0]}@{commit}  # {tag}\n"
+        out.append(line)
+    return "".join(out)
+
+
+def record_env_lines(project: Project, indent: str) -> list[str]:
+    """The recording step's environment: the key (a secret) and, for a server on the local machine by default,
+    the sys1cal-record environment's variable that says where the server is."""
+    lines = [f"{indent}{project.key_env}: ${{{{ secrets.{project.key_env} }}}}"] if project.key_env else []
+    if project.local_server and project.base_url_env:
+        lines += [
+            f"{indent}# {project.model}'s default server is on the local machine: set the variable {project.base_url_env}",
+            f"{indent}# of the environment sys1cal-record to the origin of the server to record from.",
+            f"{indent}{project.base_url_env}: ${{{{ vars.{project.base_url_env} }}}}",
+        ]
+    return lines
 
 
 def install_source(plugin_version: str) -> str:
@@ -167,6 +199,12 @@ def next_steps(project: Project) -> list[str]:
         "Actions → sys1cal → Run workflow (version, dollar cap) records a version; unzip its cassettes artifact "
         f"into cassettes/{project.model}/<version>/ and commit it"
     )
+    if project.shards:
+        dispatch = (
+            f"Actions → sys1cal → Run workflow (version, dollar cap) records a version on {project.shards} machines "
+            "at once, then merges and gates it; re-run a failed shard alone (Re-run failed jobs: it resumes). Unzip "
+            f"the merge job's cassettes artifact into cassettes/{project.model}/<version>/ and commit it"
+        )
     if project.is_reference:
         return [
             "pytest --sys1cal    replays the bundled reference offline and gates it (no key, no network)",
@@ -273,10 +311,10 @@ jobs:
       group: sys1cal-replay-${{ github.event_name }}-${{ github.event.pull_request.number || github.ref }}
       cancel-in-progress: true
     steps:
-      - uses: actions/checkout@08c6903cd8c0fde910a37f88322edcfb5dd907a8  # v5.0.0
+      - uses: actions/checkout@v5
         with:
           persist-credentials: false
-      - uses: actions/setup-python@e797f83bcb11b83ae66e0230d6156d7c80228e7c  # v6.0.0
+      - uses: actions/setup-python@v6
         with:
           python-version: "3.12"
           cache: pip
@@ -298,7 +336,7 @@ jobs:
           pytest "${args[@]}"
       - name: Upload the reports
         if: ${{ !cancelled() }}
-        uses: actions/upload-artifact@b7c566a772e6b6bfb58ed0dc250532a479d7789f  # v6.0.0
+        uses: actions/upload-artifact@v6
         with:
           name: sys1cal-reports
           path: |
@@ -322,7 +360,7 @@ jobs:
       group: sys1cal-comment-${{ github.event.pull_request.number }}
       cancel-in-progress: true
     steps:
-      - uses: actions/download-artifact@37930b1c2abaa49bbe596cd826c3c89aef350131  # v7.0.0
+      - uses: actions/download-artifact@v7
         with:
           name: sys1cal-reports
       - name: Post the verdict, or update the comment posted before
@@ -379,10 +417,10 @@ jobs:
             echo "::error::max_cost $MAX_COST is above MAX_COST_CEILING ($MAX_COST_CEILING dollars), set in the workflow"
             exit 1
           fi
-      - uses: actions/checkout@08c6903cd8c0fde910a37f88322edcfb5dd907a8  # v5.0.0
+      - uses: actions/checkout@v5
         with:
           persist-credentials: false
-      - uses: actions/setup-python@e797f83bcb11b83ae66e0230d6156d7c80228e7c  # v6.0.0
+      - uses: actions/setup-python@v6
         with:
           python-version: "3.12"
           cache: pip
@@ -408,14 +446,14 @@ jobs:
       # were paid for. Artifacts expire (90 days by default).
       - name: Upload the cassettes
         if: ${{ !cancelled() && steps.inputs.outcome == 'success' }}
-        uses: actions/upload-artifact@b7c566a772e6b6bfb58ed0dc250532a479d7789f  # v6.0.0
+        uses: actions/upload-artifact@v6
         with:
           name: sys1cal-cassettes-${{ env.VERSION }}
           path: cassettes/*/${{ env.VERSION }}/
           if-no-files-found: warn
       - name: Upload the reports
         if: ${{ !cancelled() && steps.inputs.outcome == 'success' }}
-        uses: actions/upload-artifact@b7c566a772e6b6bfb58ed0dc250532a479d7789f  # v6.0.0
+        uses: actions/upload-artifact@v6
         with:
           name: sys1cal-reports
           path: |

@@ -122,10 +122,10 @@ class ModelAdapter(ABC):
     models_path: ClassVar[str | None] = "/v1/models"
     strict_model_names: ClassVar[bool] = True
     # True when `parse` and `reported_model` depend on nothing but the responses, the question ids and
-    # `settings()`: then a replay may take a rendering's row from the folder's replay index
-    # (store/replay_index.py) instead of parsing its cassette. Off unless an adapter's own class says so: a
-    # subclass does not inherit it (it may override `parse` with anything).
-    replay_index: ClassVar[bool] = False
+    # `settings()`: then a replay may take a rendering's row from the replay cache (store/replay_cache.py)
+    # instead of parsing its cassette. Off unless an adapter's own class says so: a subclass does not inherit
+    # it (it may override `parse` with anything).
+    replay_cache: ClassVar[bool] = False
 
     def __init__(self, version: str | None, base_url: str | None, environ: Mapping[str, str]):
         self.version = version or self.default_version

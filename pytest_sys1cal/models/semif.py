@@ -177,7 +177,7 @@ class SemIfAdapter(ModelAdapter):
     """SemIf's readout over an OpenAI-compatible server; see the module docstring for its settings."""
 
     name = "semif"
-    replay_index = True
+    replay_cache = True
     default_version = "smollm2-135m-instruct-q4_1"
     default_base_url = "http://127.0.0.1:8080"
     base_url_env = "SYS1CAL_SEMIF_BASE_URL"

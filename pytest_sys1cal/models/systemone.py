@@ -53,7 +53,7 @@ class SystemOneAdapter(ModelAdapter):
     """Any `/v1/systemone` server: `--sys1cal-base-url` and `--sys1cal-model-version` say which."""
 
     name = "systemone"
-    replay_index = True
+    replay_cache = True
     default_version = "jev-latest"
     default_base_url = "http://127.0.0.1:8787"
     base_url_env = "SYS1CAL_BASE_URL"
@@ -204,7 +204,7 @@ class JevAdapter(SystemOneAdapter):
     """TypeSafe's Jev, pinned to the version the thresholds were tuned on."""
 
     name = "jev"
-    replay_index = True
+    replay_cache = True
     default_version = "jev-1.13.0"
     default_base_url = "https://api.typesafe.ai"
     base_url_env = "TYPESAFE_BASE_URL"

@@ -14,10 +14,10 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 
+from ..codec import Codec
 from ..dataset import Rendering
 from ..errors import MeasurementError
-from ..measure import Measurer
-from ..models.base import AnswerError, WireResponse
+from ..measure import OpenCassette
 from ..results import ResultRow
 from .breaker import progress_line
 from .exchange import Exchange
@@ -47,12 +47,16 @@ def _uncount_failure(stats: Stats) -> None:
 class Engine:
     """The asyncio engine on its background thread: the measurer's one sender. `submit` renderings (main
     thread, any order of calls, in item order), then `result` blocks for one, calling `on_wait` every
-    WAIT_SLICE seconds while it waits (a progress line); `close` cancels whatever is left."""
+    WAIT_SLICE seconds while it waits (a progress line); `close` cancels whatever is left. The `codec` says
+    what to send and reads the answers; `open` gives a rendering's cassette (or its item's one-line error)."""
 
     forget = forget_failed  # a rendering whose item is rerun: its failed recording is asked afresh
 
-    def __init__(self, measurer: Measurer, limits: Limits, on_wait: Callable[[], None] = lambda: None):
-        self.measurer = measurer
+    def __init__(
+        self, codec: Codec, open: OpenCassette, limits: Limits, on_wait: Callable[[], None] = lambda: None
+    ) -> None:
+        self.codec = codec
+        self.open = open
         self.limits = limits
         self.on_wait = on_wait
         self.stats = Stats()
@@ -123,11 +127,11 @@ class Engine:
             asyncio.set_event_loop(self._loop)
             self._wakeup = asyncio.Event()
             self._exchange = Exchange(
-                self.measurer.adapter, self.limits, self.stats, self.cost, self._stop, lambda: self.stopped
+                self.codec.adapter, self.limits, self.stats, self.cost, self._stop, lambda: self.stopped
             )
             self._workers = [self._loop.create_task(self._work()) for _ in range(self.limits.concurrency)]
             stop = functools.partial(self._stop, everything=True)
-            watch = self._exchange.breaker.watch(lambda: self.stopped, stop, self.measurer.adapter.base_url)
+            watch = self._exchange.breaker.watch(lambda: self.stopped, stop, self.codec.adapter.base_url)
             self._workers.append(self._loop.create_task(watch))
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
             self._setup_error = exc
@@ -163,17 +167,12 @@ class Engine:
         if self.stopped:
             self._settle(job, error=MeasurementError(f"not recorded: {self.stopped}", fatal=True))
             return
-        measurer = self.measurer
         try:
-            job.cassette = measurer.open(job.rendering)  # a damaged file: the same one-line error as on replay
-            repeats = measurer.ask(job.rendering)
+            self._units.extend(job.prepare(self.open, self.codec))
         except MeasurementError as exc:
             self._settle(job, error=exc)
-            return
         except Exception as exc:  # noqa: BLE001 - a bug: that item's error, never a worker gone quiet
             self._settle(job, error=MeasurementError(f"recording failed: {describe_exception(exc)}"))
-            return
-        self._units.extend(job.units(repeats))
 
     async def _work(self) -> None:
         while True:
@@ -184,37 +183,15 @@ class Engine:
             try:
                 response, kept = await self._exchange.send(unit)
                 job.interactions[unit.repeat][unit.index] = kept
-                self._answered(unit, response)
+                # Every repeat answered and parsed: the cassette saved (atomically), then the row handed over.
+                if not job.future.done() and job.answered(unit, response, self.codec):
+                    self._settle(job, row=job.finish(self.codec))
             except MeasurementError as exc:
                 self._settle(job, error=exc)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a bug; shown on the item, with its type
                 self._settle(job, error=MeasurementError(f"recording failed: {describe_exception(exc)}"))
-
-    def _answered(self, unit: Unit, response: WireResponse) -> None:
-        job = unit.job
-        if job.future.done():
-            return
-        job.responses[unit.repeat][unit.index] = response
-        job.missing[unit.repeat] -= 1
-        job.remaining -= 1
-        if job.missing[unit.repeat] == 0:  # a complete repeat: check the answers now, not at the end
-            responses = [r for r in job.responses[unit.repeat] if r is not None]
-            try:
-                job.samples[unit.repeat] = self.measurer.sample(responses)
-            except AnswerError as exc:
-                self._settle(job, error=MeasurementError(f"malformed answer: {exc}", fatal=exc.fatal))
-                return
-        if job.remaining == 0:
-            self._complete(job)
-
-    def _complete(self, job: Job) -> None:
-        """Every repeat answered and parsed: save the cassette (atomically), then hand the row over."""
-        try:
-            self._settle(job, row=job.finish(self.measurer))
-        except MeasurementError as exc:
-            self._settle(job, error=exc)
 
     def _settle(self, job: Job, *, row: ResultRow | None = None, error: MeasurementError | None = None) -> None:
         if job.future.done():

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..dataset import Rendering
 from ..errors import MeasurementError
-from ..models.base import WireRequest, WireResponse
+from ..models.base import AnswerError, WireRequest, WireResponse
 from ..results import ResultRow
 from ..store.vcrpy_side import save_cassette
 from .plan import estimate_tokens
@@ -18,7 +18,8 @@ from .plan import estimate_tokens
 if TYPE_CHECKING:
     from vcr.cassette import Cassette
 
-    from ..measure import Measurer
+    from ..codec import Codec
+    from ..measure import OpenCassette
 
 
 @dataclass
@@ -34,6 +35,26 @@ class Job:
     remaining: int = 0
     unsent: int = 0
 
+    def prepare(self, open: OpenCassette, codec: Codec) -> list[Unit]:
+        """The job's cassette opened (a damaged file: the same one-line error as on replay) and its requests, per
+        repeat, as units to send."""
+        self.cassette = open(self.rendering)
+        return self.units(codec.ask(self.rendering))
+
+    def answered(self, unit: Unit, response: WireResponse, codec: Codec) -> bool:
+        """Keep a unit's answer; True once every repeat is answered. A repeat complete is parsed now, not at the
+        end: MeasurementError (the codec's words) for a malformed answer."""
+        self.responses[unit.repeat][unit.index] = response
+        self.missing[unit.repeat] -= 1
+        self.remaining -= 1
+        if self.missing[unit.repeat] == 0:
+            responses = [r for r in self.responses[unit.repeat] if r is not None]
+            try:
+                self.samples[unit.repeat] = codec.sample(responses)
+            except AnswerError as exc:
+                raise MeasurementError(codec.malformed(exc), fatal=exc.fatal) from None
+        return self.remaining == 0
+
     def units(self, repeats: list[list[WireRequest]]) -> list[Unit]:
         """The job's requests (per repeat, in order) as units to send; its bookkeeping set up for them."""
         self.responses = [[None] * len(requests) for requests in repeats]
@@ -47,11 +68,11 @@ class Job:
             for index, request in enumerate(requests)
         ]
 
-    def finish(self, measurer: Measurer) -> ResultRow:
+    def finish(self, codec: Codec) -> ResultRow:
         """Every repeat answered and parsed: the cassette saved, and the rendering's row (the model the server
         reported with it). MeasurementError (fatal) when the cassette cannot be saved."""
         assert self.cassette is not None
-        server_model = measurer.reported([[r for r in responses if r is not None] for responses in self.responses])
+        server_model = codec.reported([[r for r in responses if r is not None] for responses in self.responses])
         try:
             recorded = self.save()
         except OSError as exc:

@@ -99,8 +99,8 @@ def make_plan(measurer: Measurer, renderings: Iterable[Rendering]) -> Plan:
             distinct = {id(request): request for request in missing}  # repeats share their request objects
             estimates = {key: estimate_tokens(request) for key, request in distinct.items()}
             tokens += sum(estimates[id(request)] for request in missing)
-    route = route_for(measurer.adapter.base_url, os.environ)
-    return Plan(measurer.folder.record_mode, selected, to_record, requests, tokens, measurer.repeats, route)
+    route = route_for(measurer.codec.adapter.base_url, os.environ)
+    return Plan(measurer.folder.record_mode, selected, to_record, requests, tokens, measurer.codec.repeats, route)
 
 
 class CostMeter:

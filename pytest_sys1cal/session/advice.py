@@ -46,6 +46,7 @@ class Advice:
     def run_parts(self, cassettes: Path | None = None) -> list[str]:
         """``pytest --sys1cal`` and the options naming this run's model, version, dataset and cassette root."""
         dataset = self.dataset.name if self.dataset.name in BUNDLED else str(self.dataset.path)
+        shard = [argument("shard", self.settings.shard)] if self.settings.shard else []  # the same share
         return [
             "pytest",
             "--sys1cal",
@@ -53,7 +54,16 @@ class Advice:
             argument("model_version", self.adapter.version),
             argument("dataset", dataset),
             argument("cassettes", cassettes or self.settings.cassettes),
+            *shard,
         ]
+
+    def merge_hint(self) -> str:
+        """How shards' folders become a version's: the merge, then the replay that gates it."""
+        into = self.settings.cassettes / self.settings.model / self.adapter.version
+        return (
+            f"merge the shards' folders into one version folder, {into}, with python -m pytest_sys1cal merge "
+            "(python -m pytest_sys1cal docs recording), and replay that one to gate the version"
+        )
 
     def command(self, mode: str, rendering: Rendering | None = None, cassettes: Path | None = None) -> str:
         """`pytest --sys1cal …` for this run's model and cassettes in record mode `mode` (optionally one
@@ -76,6 +86,11 @@ class Advice:
         elif mode != "all":  # `all` re-records a folder whole: a selection would leave the rest as it was
             parts += self.selection
         return shlex.join(parts)
+
+    def whole_shard(self) -> str:
+        """The command that records what this run's shard still lacks, the whole share (not this run's -k)."""
+        parts = shlex.split(self.command("once"))
+        return shlex.join(parts[: len(parts) - len(self.selection)])
 
     def list_ids(self) -> str:
         """The command that lists this run's node ids (collection only: it sends and writes nothing)."""

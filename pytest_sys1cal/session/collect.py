@@ -18,6 +18,7 @@ from ..errors import MeasurementError
 from ..escape import one_line
 from ..gates.rows import GateRow, passes
 from ..measure import Measurer
+from ..redact import Redactor
 from ..results import ResultRow
 from .node_ids import SUITE, item_name
 
@@ -30,11 +31,19 @@ OUTCOMES: dict[bool | None, Literal["passed", "failed", "skipped"]] = {True: "pa
 
 class Sys1CalItem(pytest.Item):
     def __init__(
-        self, *, rendering: Rendering, measurer: Measurer, dataset_path: Path, mark: pytest.MarkDecorator, **kwargs: Any
+        self,
+        *,
+        rendering: Rendering,
+        measurer: Measurer,
+        redactor: Redactor,
+        dataset_path: Path,
+        mark: pytest.MarkDecorator,
+        **kwargs: Any,
     ):
         super().__init__(**kwargs)
         self.rendering = rendering
         self.measurer = measurer
+        self.redactor = redactor  # every message of the item leaves through the run's one redactor
         self.dataset_path = dataset_path
         # The result travels on this item's test report, so it reaches the xdist controller too.
         self.sys1cal_result: ResultRow | None = None
@@ -45,7 +54,7 @@ class Sys1CalItem(pytest.Item):
 
     def runtest(self) -> None:
         # Every message leaves through the run's redactor: a server may quote the key in its error.
-        redact = self.measurer.folder.redactor.text
+        redact = self.redactor.text
         self.runs += 1
         if self.runs > 1:  # run again (pytest-rerunfailures, flaky): a failed recording is asked afresh
             self.measurer.ask_again(self.rendering)
@@ -63,7 +72,7 @@ class Sys1CalItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """A MeasurementError as one line; anything else as pytest's traceback (with --showlocals, --tb=…).
         Either is redacted: the terminal, the short summary and JUnit's `message` all read this."""
-        redactor = self.measurer.folder.redactor
+        redactor = self.redactor
         if isinstance(excinfo.value, MeasurementError):  # one line: a server's error body may hold anything
             return one_line(redactor.text(f"{self.rendering.instance_id}: {excinfo.value}"))
         return redactor.fields(super().repr_failure(excinfo, style=style))
@@ -86,6 +95,7 @@ class Sys1CalSuite(pytest.Collector):
         model: str,
         dataset: Dataset,
         measurer: Measurer,
+        redactor: Redactor,
         only: Sequence[Rendering] | None = None,
         **kwargs: Any,
     ):
@@ -93,6 +103,7 @@ class Sys1CalSuite(pytest.Collector):
         self.model = model
         self.dataset = dataset
         self.measurer = measurer
+        self.redactor = redactor
         self.only = only
 
     @functools.cached_property
@@ -116,6 +127,7 @@ class Sys1CalSuite(pytest.Collector):
                     name=name,  # its node id: the suite's, "::", the name (pytest builds it)
                     rendering=rendering,
                     measurer=self.measurer,
+                    redactor=self.redactor,
                     dataset_path=self.dataset.path,
                     mark=mark,
                 )
@@ -128,12 +140,20 @@ def collect_suite(
     model: str,
     dataset: Dataset,
     measurer: Measurer,
+    redactor: Redactor,
     only: Sequence[Rendering] | None = None,
 ) -> list[Sys1CalItem]:
     """Collect the benchmark (every rendering, or `only` those) and announce it like any collected file, so
     pytest counts its items."""
     suite = Sys1CalSuite.from_parent(
-        session, name=SUITE, nodeid=SUITE, model=model, dataset=dataset, measurer=measurer, only=only
+        session,
+        name=SUITE,
+        nodeid=SUITE,
+        model=model,
+        dataset=dataset,
+        measurer=measurer,
+        redactor=redactor,
+        only=only,
     )
     items = suite.collect()
     session.config.hook.pytest_collectreport(
@@ -151,7 +171,7 @@ def row_of(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[N
     row = item.sys1cal_result
     if row is None and report.failed and call.when in ("setup", "call"):
         why = call.excinfo.exconly() if call.excinfo is not None else f"{call.when} failed"
-        redact = item.measurer.folder.redactor.text
+        redact = item.redactor.text
         row = ResultRow.failed(item.rendering, one_line(redact(why.splitlines()[0] if why else why))[:500])
     item.sys1cal_result = None
     return row

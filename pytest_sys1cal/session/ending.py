@@ -7,19 +7,16 @@ from __future__ import annotations
 import contextlib
 import time
 import traceback
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..escape import one_line
 from ..files import written_for
-from ..measure import Measurer, index_lines
 from ..report.terminal import RED, Line, summary_lines
 from ..run_report import Report, RunFacts, build_report, partial_run
-from ..store import replay_index
-from ..store.folder import IndexBuilder
 from ..store.manifest import MANIFEST
 from .gate_advice import after_failed_gates, from_this_report, write_gates
 from .node_ids import node_id
+from .sharding import leave_manifest
 from .signals import SIGTERM, Terminated, signal_name
 
 if TYPE_CHECKING:
@@ -43,7 +40,7 @@ def finish(run: Sys1CalRun) -> None:
     except KeyboardInterrupt as exc:  # Ctrl-C (a second one, after an interrupted run) or SIGTERM in the work
         run.signals.phase = "after"
         with contextlib.suppress(Exception, KeyboardInterrupt):  # best effort: a second signal may land anywhere
-            close_recording(run, index=False)
+            close_recording(run)
         run.interruption.signal = signal_name(exc)
         lines += run.interruption.analysis_stopped(len(run.rows))
         lines += run.outputs.not_written(f"the analysis was interrupted ({run.interruption.signal})")
@@ -59,16 +56,16 @@ def finish(run: Sys1CalRun) -> None:
     run.summary = [(one_line(run.redactor.text(text)), markup) for text, markup in lines]
 
 
-def close_recording(run: Sys1CalRun, *, index: bool = True) -> None:
+def close_recording(run: Sys1CalRun) -> None:
     """The recording's end, once: its engine closed and the manifest saying what was recorded (the cassettes it
-    finished are kept, also when the end-of-run work was stopped). The folder's replay index is written anew
-    (`index`) unless the run was stopped: replaying the folder to write it takes seconds at 18k renderings."""
+    finished are kept, also when the end-of-run work was stopped)."""
     recording = run.recording
     if recording is not None and not recording.settled:
         recording.close()
-        build = _index(run) if index and run.interruption.reason is None and not run.settings.dry_run else None
-        run.folder.finish_recording(run.rows, run.repeats, run.dataset, build)
+        run.folder.finish_recording(run.rows, run.repeats, run.dataset)
         recording.settled = True
+        if run.shard is not None and run.folder.manifest is not None and not run.settings.dry_run:
+            leave_manifest(run.folder, run.shard, run.rows, run.settings.seed, run.advice.whole_shard(), fresh=False)
 
 
 def _closed_recording(run: Sys1CalRun) -> list[Line]:
@@ -91,22 +88,6 @@ def _closed_recording(run: Sys1CalRun) -> list[Line]:
             )
         ]
     return []
-
-
-def _index(run: Sys1CalRun) -> IndexBuilder:
-    """The index for what a replay of the folder asks by default: the questions and repeats of its manifest as the
-    recording left it (not this run's, which may have asked more repeats than the cassettes hold)."""
-
-    def build() -> tuple[Mapping[str, Any], list[str]] | None:
-        manifest = run.folder.manifest or {}
-        questions, repeats = tuple(manifest.get("questions", ())), int(manifest.get("repeats", 0))
-        stamp = replay_index.stamp(run.adapter, questions, repeats)
-        if stamp is None or not questions or repeats < 1:
-            return None
-        measurer = Measurer(run.adapter, run.folder, questions, repeats, advice=run.advice)
-        return stamp, index_lines(measurer, run.dataset.renderings)
-
-    return build
 
 
 def _report(run: Sys1CalRun) -> list[Line]:
@@ -134,8 +115,9 @@ def _facts(run: Sys1CalRun) -> RunFacts:
         bootstrap=run.settings.bootstrap,
         recalibration_splits=run.settings.recalibration_splits,
         selected=run.interruption.selected,
+        shard=run.shard.facts(run.dataset) if run.shard else None,
         stopped=run.interruption.reason,
-        write_gates=write_gates(run.advice),
+        write_gates=None if run.shard else write_gates(run.advice),  # a shard's gates come from the merged folder
     )
 
 
@@ -144,7 +126,7 @@ def _gate_advice(run: Sys1CalRun, report: Report) -> list[str]:
     the command that writes them from it; else nothing."""
     data = report.data
     if not report.gates.rows:
-        partial = partial_run(data["counts"], len(run.dataset.renderings), data.get("interrupted"))
+        partial = partial_run(data["counts"], len(run.dataset.renderings), data.get("interrupted"), data.get("shard"))
         shortcut = None if partial else from_this_report(run.advice)
         return [shortcut] if shortcut else []
     if not report.gates.failed:

@@ -15,7 +15,6 @@ from ..errors import usage_errors
 from ..escape import one_line
 from ..redact import redact_log_records
 from ..results import ResultRow
-from ..store import replay_index
 from ..store.answers import unchecked_notice
 from ..vocabulary import Verdict
 from .collect import MARKER, collect_suite, gate_reports, mark_upgrade, renderings_of, renderings_of_nodeids, row_of
@@ -24,6 +23,7 @@ from .interruption import mark_junit, reason_of, showable
 from .node_ids import select_renderings, take_node_ids
 from .options import WORKERINPUT_KEY, Settings, resolve_settings
 from .run import Sys1CalRun
+from .sharding import keep_problems
 from .signals import worker_pid
 
 
@@ -86,13 +86,12 @@ class ActiveRun:
 
     def pytest_report_header(self) -> list[str]:
         folder = self.run.folder
-        notices = [] if folder.recording else [unchecked_notice(folder.path, folder.manifest), self._index_notice()]
-        return [self.run.header(), *(notice for notice in notices if notice)]
+        notices = [] if folder.recording else [unchecked_notice(folder.path, folder.manifest), self.run.replay_cache[1]]
+        shard = self.run.shard.header(self.run.dataset) if self.run.shard else None
+        return [self.run.header(), *(notice for notice in [shard, *notices] if notice)]
 
-    def _index_notice(self) -> str | None:
-        measurer = self.run.measurer
-        stamp = replay_index.stamp(measurer.adapter, measurer.question_ids, measurer.repeats)
-        return None if stamp is None else replay_index.notice(self.run.folder.path, self.run.folder.manifest, stamp)
+    def pytest_sessionstart(self) -> None:
+        self.run.use_replay_cache()
 
     def pytest_ignore_collect(self, config: pytest.Config) -> bool | None:
         # `pytest --sys1cal` with no path arguments runs the benchmark alone; name paths to add your tests.
@@ -101,7 +100,9 @@ class ActiveRun:
     @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so they apply to our items
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         run = self.run
-        items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer, self.only)
+        items[:0] = collect_suite(session, run.settings.model, run.dataset, run.measurer, run.redactor, self.only)
+        if run.shard is not None:  # --sys1cal-shard: the others' latent problems deselected, as -k deselects
+            keep_problems(session.config, items, run.shard.problems)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         # The selection after -k/-m deselection: what an interrupted run's report counts as selected.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ..argtypes import non_negative_float, non_negative_int, positive_float, positive_int, repeat_count
+from ..argtypes import non_negative_float, non_negative_int, positive_float, positive_int, repeat_count, shard_spec
 from ..dataset import BUNDLED
 from ..defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
 from ..names import NotAName, check_name
@@ -112,6 +112,13 @@ OPTIONS = [
         "upgrade gate: an earlier JSON report (a path that exists) or another recorded version of this model under the cassette root, replayed offline",
         ini=False,
         metavar="PATH|VERSION",
+    ),
+    Option(
+        "--sys1cal-shard",
+        "record (or replay) shard I of N: whole latent problems, dealt out by their priced cost; the shard's report "
+        "gates nothing, and `python -m pytest_sys1cal merge` joins the shards' folders into one version folder",
+        type=shard_spec,
+        metavar="I/N",
     ),
     Option("--sys1cal-seed", "seed of every resampling procedure", 0, type=non_negative_int, metavar="N"),
     Option(
@@ -216,6 +223,7 @@ class Settings:
     retry_budget: float
     stall_limit: float | None = None
     max_response_mb: float = 1.0
+    shard: str | None = None  # --sys1cal-shard, "I/N" (shards.Shard.parse)
     dry_run: bool = False  # --sys1cal-dry-run: check and plan a recording, send nothing billable
     # Whether the cassette root is the default one (`cassettes` under the rootdir), not named by an option or
     # ini key: only there may the bundled reference set stand in for a folder the project lacks.
@@ -307,6 +315,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
         )
     if values["dry_run"] and getattr(config.option, "numprocesses", None) not in (None, 0, "0"):
         raise pytest.UsageError("--sys1cal-dry-run checks in one process: drop -n (or give -n 0)")
+    if values["shard"] and values["baseline"]:
+        raise pytest.UsageError(
+            f"{flag('shard')} with {flag('baseline')}: a shard gates nothing, the upgrade gate included; merge the "
+            "shards, then compare the merged version with the baseline"
+        )
     given = values["thresholds"]
     if given is None:
         default = where.rootpath / THRESHOLDS_FILE

@@ -23,8 +23,9 @@ from .collect import renderings_of, renderings_of_nodeids
 from .options import flag
 
 if TYPE_CHECKING:
+    from ..codec import Codec
     from ..dataset import Dataset
-    from ..measure import Measurer
+    from ..measure import Measurer, OpenCassette
     from ..models.base import ModelAdapter
     from ..redact import Redactor
     from .options import Settings
@@ -112,9 +113,9 @@ class Recording:
         """A line of recording's own in the terminal, redacted."""
         say(self.config, one_line(self.redactor.text(text)), **markup)
 
-    def make_engine(self, measurer: Measurer) -> Engine:
+    def make_engine(self, codec: Codec, open: OpenCassette) -> Engine:
         """The sender factory handed to the Measurer."""
-        self.engine = Engine(measurer, self.limits, on_wait=self.tick)
+        self.engine = Engine(codec, open, self.limits, on_wait=self.tick)
         return self.engine
 
     def tick(self) -> None:

@@ -6,6 +6,7 @@ measured rows collected on the controller; the end of the run is session/ending.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import threading
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..bundled import shipped_thresholds_path
+from ..codec import Codec
 from ..dataset import Dataset, load_dataset
 from ..errors import InputError, usage_errors
 from ..escape import one_line
@@ -29,11 +31,13 @@ from ..report.terminal import Line
 from ..results import ResultRow
 from ..run_report import Baseline, Report
 from ..store.folder import CassetteFolder, reference_root
+from ..store.replay_cache import CACHE_NAME
 from ..versions.upgrade_baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
 from .advice import Advice, selection_of
 from .interruption import Interruption
 from .options import Settings, pytest_outputs
 from .outputs import Outputs
+from .sharding import check_folder, leave_manifest, shard_run
 from .signals import SignalStop
 
 if TYPE_CHECKING:  # a replay imports none of recording's hooks (hooks.py)
@@ -77,10 +81,8 @@ class Sys1CalRun:
             recording_of(config, settings, self.adapter, controller, self.redactor) if settings.recording else None
         )
         self.measurer = Measurer(
-            self.adapter,
+            Codec(self.adapter, self.folder.questions, self.repeats),
             self.folder,
-            self.folder.questions,
-            self.repeats,
             advice=self.advice,
             sender=self.recording.make_engine if self.recording else None,
         )
@@ -130,6 +132,10 @@ class Sys1CalRun:
             adapter.use_recorded_settings(self.folder.recorded_settings)
         except InputError as exc:  # a setting the environment sets otherwise than the folder was recorded with
             raise InputError(f"{self.folder.path}: {exc}") from None
+        # --sys1cal-shard: this run's share of the latent problems, priced with the settings it will ask
+        self.shard = shard_run(settings.shard, self.dataset, adapter, self.folder.questions)
+        if self.controller:
+            check_folder(self.folder, self.shard, self.advice.merge_hint())
 
     def _baseline(self, registered: Any, repeats: int | None) -> None:
         """The upgrade gate's baseline (on the controller) and the repeats: a worker's from the controller, else
@@ -170,9 +176,19 @@ class Sys1CalRun:
         """Lock the folder and write the manifest before the first request; a notice when a killed
         recording's lock was taken over."""
         folder, adapter = self.folder, self.adapter
-        return folder.start_recording(
+        notice = folder.start_recording(
             self.dataset, self.repeats, folder.questions, adapter.settings(), adapter.base_url
         )
+        if self.shard is not None:  # a shard says what it holds from the start: a killed one is seen as unfinished
+            leave_manifest(
+                folder,
+                self.shard,
+                None,
+                self.settings.seed,
+                self.advice.whole_shard(),
+                fresh=folder.record_mode == "all",
+            )
+        return notice
 
     # ------------------------------------------------------------------ controller: rows, report
 
@@ -180,6 +196,16 @@ class Sys1CalRun:
         """Import the analysis stack (numpy) on a background thread while the items run: the import waits
         on the disk for much of its time, and the analysis needs it only at the end."""
         threading.Thread(target=_import_analysis, daemon=True).start()
+
+    @functools.cached_property
+    def replay_cache(self) -> tuple[Path | None, str | None]:
+        """The replay cache's folder (None: none) and the header's notice when there is none where one is meant
+        to be; asked once pytest's cacheprovider has made its cache, after every plugin's configure."""
+        return replay_cache_folder(self.config, self.folder.root)
+
+    def use_replay_cache(self) -> None:
+        """Replays take rows from pytest's cache where they may."""
+        self.measurer.use_cache(self.replay_cache[0])
 
     def add_result(self, row: ResultRow) -> None:
         self.rows.add(row)
@@ -251,6 +277,27 @@ def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, regi
         adapter_for=adapter_for,
         invocation_dir=config.invocation_params.dir,
     )
+
+
+def replay_cache_folder(config: pytest.Config, cassette_root: Path) -> tuple[Path | None, str | None]:
+    """Where replays keep what each cassette gave (store/replay_cache.py): a folder under pytest's cache dir,
+    never inside the cassette root, where a commit could put rows. None under ``-p no:cacheprovider`` or when
+    the cache dir cannot be made (each cassette is then read in full), and with a notice when it lies inside
+    the cassette root."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return None, None
+    try:
+        folder = Path(cache.mkdir(CACHE_NAME))
+    except OSError:
+        return None, None
+    if folder.resolve().is_relative_to(cassette_root.resolve()):
+        return None, (
+            f"sys1cal: pytest's cache dir lies inside the cassette root {cassette_root}, where a commit could put "
+            f"cached rows, so the replay cache is not used (each cassette is read in full); set pytest's cache_dir "
+            "outside it"
+        )
+    return folder, None
 
 
 def recording_of(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import MeasurementError
+from ..models.base import WireResponse
 
 if TYPE_CHECKING:
     from vcr.request import Request as VcrRequest
@@ -67,6 +68,18 @@ class CassetteMiss(MeasurementError):
     """A request that replay cannot answer; the message names the cassette file."""
 
 
+class Damaged(MeasurementError):
+    """A cassette without the shape of one: not JSON, or an interaction that is not (raised from the error that
+    found it, which the item's one line names)."""
+
+    def __init__(self) -> None:
+        super().__init__("not a readable cassette")
+
+
+class AnswersChanged(MeasurementError):
+    """A cassette whose answers are not the ones the manifest records (the message says how they differ)."""
+
+
 class Recorded:
     """A cassette read for replay only, without vcrpy's objects (building them is most of a replayed item's
     cost): its interactions as stored, each played once, in order. It answers a request whose method, path
@@ -108,6 +121,16 @@ def cassette_name(rendering: Rendering) -> str:
 
 def recorded_headers(recorded: dict[str, Any]) -> list[tuple[str, str]]:
     return [(name, value) for name, values in recorded["headers"].items() for value in values]
+
+
+def recorded_response(recorded: dict[str, Any]) -> WireResponse:
+    """A recorded response (vcrpy's dict) as the adapters read it; Damaged when it has not the shape of one."""
+    try:
+        body = recorded["body"]["string"]
+        content = body.encode("utf-8") if isinstance(body, str) else body
+        return WireResponse(recorded["status"]["code"], dict(recorded_headers(recorded)), content)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise Damaged() from exc
 
 
 def read_bytes(path: str) -> bytes:

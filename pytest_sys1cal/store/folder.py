@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,14 +20,12 @@ from ..names import case_twin, check_name
 from ..questions import ALL_QUESTIONS
 from ..redact import strip_userinfo
 from ..vocabulary import MANIFEST_SCHEMA, RECORD_MODES
-from . import answers, replay_index
+from . import answers
 from .cassette import Scrubber, cassette_name
 from .lfs import check_not_lfs_pointers
 from .lock import LOCK_NAME, FolderLock
-from .manifest import MANIFEST, after_recording, new_manifest, read_manifest
-
-# What writes a folder's replay index at the end of a recording: its stamp and lines, or None for none.
-IndexBuilder = Callable[[], tuple[Mapping[str, Any], list[str]] | None]
+from .manifest import LEGACY_INDEX_FIELD, MANIFEST, after_recording, new_manifest, read_manifest
+from .shard_manifest import SHARD_MANIFEST
 
 if TYPE_CHECKING:
     from ..redact import Redactor
@@ -274,18 +272,14 @@ class CassetteFolder:
             self._created_manifest = True
         return notice
 
-    def finish_recording(
-        self, rows: Iterable[ResultRow], repeats: int, dataset: Dataset, index: IndexBuilder | None = None
-    ) -> None:
-        """After the last answer: the manifest says what was recorded, and the replay `index` is written; a
-        recording that saved nothing leaves nothing behind (the manifest it wrote, the folders it made). The lock
-        is released whatever happens."""
+    def finish_recording(self, rows: Iterable[ResultRow], repeats: int, dataset: Dataset) -> None:
+        """After the last answer: the manifest says what was recorded; a recording that saved nothing leaves
+        nothing behind (the manifest it wrote, the folders it made). The lock is released whatever happens."""
         try:
             empty = self._settle_manifest(list(rows), repeats, dataset)
             if empty:
                 (self.path / MANIFEST).unlink(missing_ok=True)
-            elif index is not None:
-                _write_index(self, index)
+                (self.path / SHARD_MANIFEST).unlink(missing_ok=True)  # a shard's, written when it started
         finally:
             self._lock.release()
         if empty:
@@ -327,19 +321,11 @@ class CassetteFolder:
         self.write_manifest(self.manifest)
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:
-        text = json.dumps({"schema": MANIFEST_SCHEMA, **manifest}, indent=2, sort_keys=True) + "\n"
+        """The manifest written as it is, but for the digest of a replay index an older plugin kept in it: a
+        replay reads no index (store/replay_cache.py), so a recording leaves none recorded."""
+        kept = {key: value for key, value in manifest.items() if key != LEGACY_INDEX_FIELD}
+        text = json.dumps({"schema": MANIFEST_SCHEMA, **kept}, indent=2, sort_keys=True) + "\n"
         write_atomic(self.path / MANIFEST, self.redactor.text(text))
-
-
-def _write_index(folder: CassetteFolder, index: IndexBuilder) -> None:
-    """The replay index for the folder as the recording leaves it, and its digest in the manifest."""
-    built = index()
-    if built is None or folder.manifest is None:
-        return
-    digest = replay_index.write(folder.path, *built, redact=folder.redactor.text)
-    if folder.manifest.get(replay_index.MANIFEST_FIELD) != digest:
-        folder.manifest = {**folder.manifest, replay_index.MANIFEST_FIELD: digest}
-        folder.write_manifest(folder.manifest)
 
 
 def _remove_empty_folders(path: Path, root: Path) -> None:

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from ..results import ResultRow
 
 MANIFEST = "manifest.json"
+# The digest of replay-index.tsv, which plugins before the replay cache wrote: accepted, so that their folders
+# replay unchanged, and neither read nor written since (docs/cassettes.md, "The replay cache").
+LEGACY_INDEX_FIELD = "replay_index"
 SOURCES = ("recorded", "reconstructed", "mixed")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -157,10 +160,10 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
         _answers,
         'an object {"<family>/<instance id>.json": sha256 of its recorded answers}, written by the recording',
     ),
-    "replay_index": (
+    LEGACY_INDEX_FIELD: (
         False,
         lambda v: isinstance(v, str) and SHA256.fullmatch(v) is not None,
-        "the sha256 of the folder's replay-index.tsv (64 hex digits), written by the recording",
+        "the sha256 of the replay-index.tsv an older plugin wrote (64 hex digits; no longer read or written)",
     ),
 }
 

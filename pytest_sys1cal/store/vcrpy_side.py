@@ -1,5 +1,6 @@
 """The store's vcrpy side: loading and saving `vcr.cassette.Cassette` objects, the request matcher that
-keeps Choice option order, and replay through vcrpy's matchers that says why a request missed."""
+keeps Choice option order, and replay through vcrpy's matchers that says why a request missed. A replay comes
+through one door, `matched`; the recording engine loads, plays and saves cassettes through the others."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from vcr.serialize import serialize
 from vcr.serializers import jsonserializer
 
 from ..files import write_atomic
-from .cassette import CassetteMiss
+from .cassette import CassetteMiss, Damaged, recorded_response
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from ..dataset import Rendering
-    from ..models.base import WireRequest
+    from ..models.base import WireRequest, WireResponse
     from .folder import CassetteFolder
 
 
@@ -85,6 +86,23 @@ def load_cassette(folder: CassetteFolder, rendering: Rendering) -> Cassette:
         before_record_response=folder.scrub.response if folder.recording else None,
         allow_playback_repeats=False,  # repeats replay in recorded order, once each
     )
+
+
+def matched(folder: CassetteFolder, rendering: Rendering) -> Callable[[WireRequest], WireResponse]:
+    """Replay's one door to vcrpy: the rendering's cassette loaded (Damaged when it cannot be read as one), and
+    what answers each request through vcrpy's matchers, in recorded order (CassetteMiss, saying why, for a
+    request that no recording answers: a replay never records)."""
+    try:
+        cassette = load_cassette(folder, rendering)
+    except Exception as exc:  # noqa: BLE001 - vcrpy raises whatever its parser met; all mean "damaged"
+        raise Damaged() from exc
+
+    def answer(request: WireRequest) -> WireResponse:
+        found = replay(cassette, VcrRequest(request.method, request.url, request.content(), dict(request.headers)))
+        assert found is not None  # a replay may not record: a request no recording answers raises CassetteMiss
+        return recorded_response(found)
+
+    return answer
 
 
 def playable(cassette: Cassette, request: WireRequest) -> bool:

@@ -3,7 +3,7 @@ gate's baseline (upgrade_baseline.py) and every version of a model side by side 
 
 Pure of the run's glue: it imports no pytest, options or advice, and replays through the `Measurer` exactly
 as a run does (the fast byte-equal path first; vcrpy's matchers, imported lazily inside measure.py, only for
-a request that is not byte-equal to a recording). The folder is opened read-only in record mode ``none``, so
+a request that is not byte-equal to a recording), but without the replay cache: every cassette is read. The folder is opened read-only in record mode ``none``, so
 nothing is ever recorded into it, and its report is built by the run's own pure `build_report`: a version
 replayed here gives the numbers a ``pytest --sys1cal`` run of it gives.
 """
@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from ..codec import Codec
 from ..dataset import Dataset, Rendering
 from ..errors import InputError, MeasurementError
 from ..gates.schema import Thresholds
@@ -119,7 +120,8 @@ def replay_folder(
     """Every rendering of `dataset` replayed from `folder` with the manifest's questions and repeats, in the
     dataset's order. A rendering that cannot be replayed gets a failed row saying why (a missing cassette is
     said without opening vcrpy); a fatal error (every rendering would fail alike) raises MeasurementError."""
-    measurer = Measurer(adapter, folder, folder.questions, folder.repeats(None), advice=ReplayAdvice(folder))
+    codec = Codec(adapter, folder.questions, folder.repeats(None))
+    measurer = Measurer(codec, folder, advice=ReplayAdvice(folder))
     rows: list[ResultRow] = []
     total, failed = len(dataset.renderings), 0
     try:
