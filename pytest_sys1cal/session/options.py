@@ -228,6 +228,11 @@ class Settings:
     # Whether the cassette root is the default one (`cassettes` under the rootdir), not named by an option or
     # ini key: only there may the bundled reference set stand in for a folder the project lacks.
     default_cassettes: bool = False
+    # Whether the model was named (option or ini key), not the default jev, and whether the thresholds file is the
+    # rootdir's thresholds.yaml, not named: a project whose own thresholds.yaml holds another model's section and
+    # no ini naming a model has not added init's snippet (session/gate_advice.py).
+    model_given: bool = True
+    default_thresholds: bool = False
 
     @property
     def recording(self) -> bool:
@@ -306,6 +311,9 @@ def resolve_settings(config: pytest.Config) -> Settings:
     where = placement(config, {option.flag for option in OPTIONS} | {"--model"}, THRESHOLDS_FILE)
     values = {option.field: _resolve(config, option, where) for option in OPTIONS}
     values["default_cassettes"] = values["cassettes"] == where.rootpath / BY_FIELD["cassettes"].default
+    values["model_given"] = config.getoption("sys1cal_model") is not None or bool(
+        _ini_value(config, where, "sys1cal_model")
+    )
     _check_names(values)
     values["dry_run"] = bool(config.getoption("sys1cal_dry_run", False))
     if values["dry_run"] and values["record_mode"] == "none":
@@ -324,6 +332,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     if given is None:
         default = where.rootpath / THRESHOLDS_FILE
         values["thresholds"] = default if default.is_file() else None
+        values["default_thresholds"] = default.is_file()
     elif not given.is_file():
         raise pytest.UsageError(f"{flag('thresholds')}: {given} does not exist")
     return Settings(**values)

@@ -34,6 +34,7 @@ from ..store.folder import CassetteFolder, reference_root
 from ..store.replay_cache import CACHE_NAME
 from ..versions.upgrade_baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
 from .advice import Advice, selection_of
+from .gate_advice import missing_snippet
 from .interruption import Interruption
 from .options import Settings, pytest_outputs
 from .outputs import Outputs
@@ -119,6 +120,9 @@ class Sys1CalRun:
             settings.record_mode,
             default_root=settings.default_cassettes,
         )
+        known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
+        if self.controller and (snippet := missing_snippet(settings, known)):
+            raise InputError(snippet)
         self.thresholds = (
             thresholds_in_force(settings, adapter, registered, self.reference) if self.controller else None
         )
