@@ -109,9 +109,14 @@ def _read(adapter: ModelAdapter, wire: WireResponse, url: str, checked: Checked)
     elif adapter.version in served:
         checked.lines.append(f"sys1cal: check: model: {adapter.version!r} is among the {len(served)} the server lists")
     elif adapter.strict_model_names:
-        checked.problem = (
-            f"the server does not serve the model {adapter.version!r} (--sys1cal-model-version): it lists "
-            f"{', '.join(served) or 'none'} (GET {path}); name one of them"
+        # A server may serve more than it lists (jevcompat answers jev-1.13.0 and lists jev-latest, an alias may
+        # stand behind a listed name), so a name missing from the list is not refused here: the first answer
+        # decides, and an unknown model stops the recording at it.
+        checked.lines.append(
+            f"sys1cal: check: model: {adapter.version!r} is not among the {len(served)} the server lists "
+            f"({', '.join(served) or 'none'}, GET {path}); a server may serve a model it does not list, so the check "
+            "does not refuse it: the recording's first answer decides, and an unknown model stops it at once, after "
+            "at most the requests already in flight (--sys1cal-concurrency); if it is a typo, name one of the listed"
         )
     else:
         checked.lines.append(
