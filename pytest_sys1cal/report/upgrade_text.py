@@ -5,7 +5,7 @@ report's ``comparison`` block alone (gates/upgrade_verdict.py writes it; docs/re
 from __future__ import annotations
 
 from ..document import ReportDocument
-from ..document_upgrade import Comparison, MovedRendering
+from ..document_upgrade import Comparison, MovedRendering, PrimitiveComparison
 from ..gates.rows import Outcome
 from ..gates.upgrade_verdict import VERDICTS, compared_names
 from ..vocabulary import LABELS
@@ -165,8 +165,19 @@ def verdict_kind(verdict: str) -> Outcome:
     return next((kind for kind, said in VERDICTS.items() if said == verdict), Outcome.NONE)
 
 
-# Holm's two families, each read from its bootstrap p-values and the bound's level (docs/statistics.md §6.3).
-HOLM_FAMILIES = (("shown worse", "p_worse", "upper_level"), ("shown within the margin", "p_noninferior", "lower_level"))
+# Holm's two families (docs/statistics.md §6.3): each primitive's bootstrap p-value and the level it was tested at
+# (1 − its bound's level), None where it was not decided.
+def _worse(row: PrimitiveComparison) -> tuple[float, float] | None:
+    return (row["p_worse"], 1 - row["upper_level"]) if "p_worse" in row and "upper_level" in row else None
+
+
+def _within(row: PrimitiveComparison) -> tuple[float, float] | None:
+    if "p_noninferior" in row and "lower_level" in row:
+        return row["p_noninferior"], 1 - row["lower_level"]
+    return None
+
+
+HOLM_FAMILIES = (("shown worse", _worse), ("shown within the margin", _within))
 
 
 def holm_lines(comparison: Comparison) -> list[str]:
@@ -175,11 +186,11 @@ def holm_lines(comparison: Comparison) -> list[str]:
     level in order of its p-value; the first not within its level stops it, and no primitive after it is
     shown so, whatever its bound. Empty with fewer than two decided primitives."""
     lines = []
-    for family, p_key, level_key in HOLM_FAMILIES:
+    for family, read in HOLM_FAMILIES:
         decided = [
-            (row[p_key], 1 - row[level_key], LABELS.get(prim, prim))
+            (*tested, LABELS.get(prim, prim))
             for prim, row in comparison["primitives"].items()
-            if p_key in row and level_key in row
+            if (tested := read(row)) is not None
         ]
         if len(decided) < 2:
             continue
