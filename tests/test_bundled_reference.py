@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from pytest_sys1cal.bundled import reference_cassettes
 from tests.reports import differences
+from tests.runs import REAL_ANALYSIS, REPO, sys1cal
 
-REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "jev-report.json"
 
 
@@ -26,12 +25,12 @@ def header_of(result: pytest.RunResult) -> str:
 
 
 def main_job(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--sys1cal", "--model", "jev", "-p", "no:cacheprovider", *args)
+    return sys1cal(pytester, "--model", "jev", *args)
 
 
 def test_an_empty_project_replays_the_bundled_reference_with_the_shipped_gates(pytester: pytest.Pytester) -> None:
     report = pytester.path / "report.json"
-    result = main_job(pytester, f"--sys1cal-report={report}")
+    result = main_job(pytester, f"--sys1cal-report={report}", *REAL_ANALYSIS)  # compared with the pinned report
     assert result.ret == pytest.ExitCode.OK
     header = header_of(result)
     assert "(bundled reference cassettes, reconstructed, 1 repeat, each answer the mean of 10)" in header

@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.runs import REPO
+
 # Builds the wheel and installs it in a fresh virtualenv.
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parent.parent
 INSTALL = 'pip install "pytest-sys1cal[html]"'
 
 

@@ -16,6 +16,7 @@ import pytest
 from jevcompat.mock import MockConfig, Running
 
 from tests.misbehave import ENVIRONMENT, Misbehaving, subset
+from tests.runs import run
 
 # Each test runs the command as a user does: a subprocess (which starts pytest), against a server.
 pytestmark = pytest.mark.e2e
@@ -147,7 +148,7 @@ def test_the_dry_run_runs_in_one_process(tmp_path: Path) -> None:
 
 
 def test_the_dry_run_option_without_the_benchmark_is_refused(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--sys1cal-dry-run", "-p", "no:randomly")
+    result = run(pytester, "--sys1cal-dry-run")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --sys1cal-dry-run given without --sys1cal, so the benchmark would not run*"])
 

@@ -22,8 +22,8 @@ from pytest_sys1cal.commands.project_files import WORKFLOW, Project, ini_snippet
 from pytest_sys1cal.gates.config import parse_thresholds
 from pytest_sys1cal.report.pr_comment import MARKER
 from tests.degraded import degrade
+from tests.runs import REPO, run
 
-REPO = Path(__file__).resolve().parents[2]
 JEV = REPO / "cassettes" / "jev" / "jev-1.13.0"
 FILES = ("thresholds.yaml", WORKFLOW, ".gitattributes")
 
@@ -404,7 +404,7 @@ def run_steps(
         with pytest.MonkeyPatch.context() as patch:
             for key, value in {**env, **own}.items():
                 patch.setenv(key, value)
-            results[name] = pytester.runpytest(*argv, "-p", "no:cacheprovider", *extra)
+            results[name] = run(pytester, *argv, *extra)
     return results
 
 

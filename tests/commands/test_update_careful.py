@@ -20,9 +20,8 @@ import pytest
 import yaml
 
 from pytest_sys1cal.__main__ import main
+from tests.runs import GOLDEN, REPO
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-REPO = Path(__file__).resolve().parents[2]
 JEV = str(GOLDEN / "jev-report.json")
 HAND = """\
 # top comment by hand

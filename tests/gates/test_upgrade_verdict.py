@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.version_roots import BETTER, JEV, NEW, OLD, REPO, better_version, two_versions
+from tests.runs import REPO, run, sys1cal
+from tests.version_roots import BETTER, JEV, NEW, OLD, better_version, two_versions
 
 FAILED_LINE = "upgrade jev-1.13.0 → jev-1.14.0: FAILED (Noul Δ −0.082, Score Δ −0.065 shown worse; Choice passed)"
 PASSED_LINE = (
@@ -58,8 +59,8 @@ def upgrade_run(
         "summary": pytester.path / "summary.md",
     }
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(files["summary"]))
-    result = pytester.runpytest(
-        "--sys1cal",
+    result = sys1cal(
+        pytester,
         "--sys1cal-cassettes=cassettes",
         "--sys1cal-thresholds=thresholds.yaml",
         f"--sys1cal-model-version={version}",
@@ -68,8 +69,6 @@ def upgrade_run(
         f"--sys1cal-html={files['html']}",
         f"--sys1cal-markdown={files['comment']}",
         f"--junitxml={files['junit']}",
-        "-p",
-        "no:cacheprovider",
         *extra,
     )
     return result, files
@@ -209,11 +208,7 @@ def test_a_saved_report_says_what_it_was_compared_with(
     project(pytester, root)
     shutil.copy(REPO / "tests" / "golden" / "jev-report.json", pytester.path / "baseline.json")
     report = pytester.path / "report.json"
-    result = pytester.runpytest(
-        "--sys1cal", "--sys1cal-cassettes=cassettes", "--sys1cal-thresholds=thresholds.yaml",
-        f"--sys1cal-model-version={NEW}", "--sys1cal-baseline=baseline.json", f"--sys1cal-report={report}",
-        "-p", "no:cacheprovider",
-    )  # fmt: skip
+    result = sys1cal(pytester, "--sys1cal-cassettes=cassettes", "--sys1cal-thresholds=thresholds.yaml", f"--sys1cal-model-version={NEW}", "--sys1cal-baseline=baseline.json", f"--sys1cal-report={report}")  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert section(result)[0] == f"{FAILED_LINE} [baseline: saved report baseline.json]"
     read_alone = read_report(report)["comparison"]
@@ -234,10 +229,7 @@ def test_the_bundled_reference_as_baseline_is_named_as_such(pytester: pytest.Pyt
     degrade(JEV, pytester.path / "cassettes", NEW)
     shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
     report = tmp_path / "report.json"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report}",
-        "-p", "no:cacheprovider",
-    )  # fmt: skip
+    result = sys1cal(pytester, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report}")  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert section(result)[0] == f"{FAILED_LINE} [baseline: bundled reference jev/{OLD}]"
     side = json.loads(report.read_text(encoding="utf-8"))["comparison"]["baseline"]
@@ -246,9 +238,7 @@ def test_the_bundled_reference_as_baseline_is_named_as_such(pytester: pytest.Pyt
 
 def test_no_baseline_no_comparison_block(pytester: pytest.Pytester, tmp_path: Path) -> None:
     report = tmp_path / "report.json"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-report={report}", "-p", "no:cacheprovider"
-    )
+    result = sys1cal(pytester, f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-report={report}")
     assert result.ret == pytest.ExitCode.OK
     assert "comparison" not in json.loads(report.read_text(encoding="utf-8"))
     assert section(result)[0].startswith(f"jev {OLD} (reconstructed cassettes")
@@ -280,11 +270,7 @@ def test_the_moved_renderings_are_the_cassettes_own_differences(
     pytester: pytest.Pytester, root: Path, tmp_path: Path
 ) -> None:
     report = tmp_path / "report.json"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}",
-        f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report}",
-        "-p", "no:cacheprovider",
-    )  # fmt: skip
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}", f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report}")  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     rows = json.loads(report.read_text(encoding="utf-8"))["comparison"]["renderings"]
     stars = p_stars()
@@ -313,11 +299,7 @@ def test_the_moved_renderings_are_the_cassettes_own_differences(
 
 def test_the_printed_node_id_reruns_that_rendering(pytester: pytest.Pytester, root: Path, tmp_path: Path) -> None:
     first = tmp_path / "first.json"
-    whole = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}",
-        f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={first}",
-        "-p", "no:cacheprovider",
-    )  # fmt: skip
+    whole = sys1cal(pytester, f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}", f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={first}")  # fmt: skip
     advice = next(line for line in section(whole) if "Re-run one offline with its node id" in line)
     command = advice.split("e.g. the first: ", 1)[1]
     top: dict[str, Any] = json.loads(first.read_text(encoding="utf-8"))["comparison"]["renderings"][0]
@@ -327,7 +309,7 @@ def test_the_printed_node_id_reruns_that_rendering(pytester: pytest.Pytester, ro
     argv = shlex.split(command)
     assert argv[:2] == ["pytest", "--sys1cal"]
     again = tmp_path / "again.json"
-    rerun = pytester.runpytest(*argv[1:], f"--sys1cal-report={again}", "-p", "no:cacheprovider")
+    rerun = run(pytester, *argv[1:], f"--sys1cal-report={again}")
     rerun.assert_outcomes(passed=1)
     (item,) = json.loads(again.read_text(encoding="utf-8"))["items"]
     assert item["instance_id"] == top["instance_id"]
@@ -347,24 +329,21 @@ def test_the_comment_path_goes_through_the_output_boundary(pytester: pytest.Pyte
     shutil.copy(REPO / "tests" / "golden" / "jev-report.json", baseline)
     before = baseline.read_bytes()
     args = ("--sys1cal", f"--sys1cal-cassettes={REPO / 'cassettes'}", "-p", "no:cacheprovider")
-    clash = pytester.runpytest(*args, f"--sys1cal-baseline={baseline}", f"--sys1cal-markdown={baseline}")
+    clash = run(pytester, *args, f"--sys1cal-baseline={baseline}", f"--sys1cal-markdown={baseline}")
     assert clash.ret == pytest.ExitCode.USAGE_ERROR
     assert [line for line in clash.stderr.lines if line.startswith("ERROR:")] == [
         f"ERROR: --sys1cal-markdown {baseline}: this file is also this run's --sys1cal-baseline, which writing the "
         "report would destroy; write the report somewhere else"
     ]
     assert baseline.read_bytes() == before
-    both = pytester.runpytest(*args, f"--sys1cal-report={tmp_path / 'x'}", f"--sys1cal-markdown={tmp_path / 'x'}")
+    both = run(pytester, *args, f"--sys1cal-report={tmp_path / 'x'}", f"--sys1cal-markdown={tmp_path / 'x'}")
     assert both.ret == pytest.ExitCode.USAGE_ERROR
     assert f"ERROR: --sys1cal-markdown {tmp_path / 'x'}: the same file as --sys1cal-report" in both.stderr.str()
 
 
 def test_the_comment_without_a_baseline_says_the_gates_verdict(pytester: pytest.Pytester, tmp_path: Path) -> None:
     comment = tmp_path / "comment.md"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}",
-        f"--sys1cal-markdown={comment}", "-p", "no:cacheprovider",
-    )  # fmt: skip
+    result = sys1cal(pytester, f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}", f"--sys1cal-markdown={comment}")  # fmt: skip
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([f"Markdown comment written to {comment}"])
     assert comment.read_text(encoding="utf-8") == (

@@ -20,8 +20,8 @@ from pytest_sys1cal.models import make_adapter
 from pytest_sys1cal.models.base import AnswerError, WireResponse
 from pytest_sys1cal.models.systemone import SystemOneAdapter
 from pytest_sys1cal.questions import ALL_QUESTIONS
+from tests.runs import sys1cal
 
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
 # Five renderings of one latent problem (counts, direct, distractor, prose, table).
 SELECTION = "bayes__seed_000042 and not sequential"
 SELECTED = 5
@@ -369,10 +369,7 @@ def mock() -> Any:
 
 def run(pytester: pytest.Pytester, root: Path, *args: str, url: str | None = None) -> pytest.RunResult:
     record = (f"--sys1cal-base-url={url}", "--sys1cal-record-mode=once", "--sys1cal-retry-budget=0") if url else ()
-    return pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-cassettes={root}", "-k", SELECTION,
-        "--sys1cal-repeats=2", *record, *QUIET, *args,
-    )  # fmt: skip
+    return sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-cassettes={root}", "-k", SELECTION, "--sys1cal-repeats=2", *record, *args)  # fmt: skip
 
 
 def report_items(path: Path) -> dict[str, Any]:

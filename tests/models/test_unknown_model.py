@@ -19,6 +19,7 @@ from jevcompat.mock import MockConfig, Running
 
 from pytest_sys1cal.models.base import WireResponse, names_unknown_model, served_models
 from tests.misbehave import ENVIRONMENT, Misbehaving, recording, subset
+from tests.runs import run
 
 
 @pytest.fixture(autouse=True)
@@ -90,8 +91,8 @@ def test_the_jevcompat_mock_refusing_the_model_stops_the_recording_at_once(
     dataset, _ = subset(tmp_path, 30)
     config = MockConfig()
     with Running(config) as mock:
-        result = pytester.runpytest(
-            *recording(model, mock.url, dataset, tmp_path / "c", "--sys1cal-model-version=jev-1.14.0")
+        result = run(
+            pytester, *recording(model, mock.url, dataset, tmp_path / "c", "--sys1cal-model-version=jev-1.14.0")
         )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -111,8 +112,8 @@ def test_an_openai_compatible_server_refusing_the_model_stops_the_recording_at_o
     refused = {"object": "error", "message": "The model `gpt-nothing` does not exist.", "type": "NotFoundError"}
     default = ("status", 404, {}, json.dumps(refused).encode())
     with Misbehaving([], default=default, wire="semif", models=["smollm2-135m", "gemma-3-270m"]) as server:
-        result = pytester.runpytest(
-            *recording("semif", server.url, dataset, tmp_path / "c", "--sys1cal-model-version=gpt-nothing")
+        result = run(
+            pytester, *recording("semif", server.url, dataset, tmp_path / "c", "--sys1cal-model-version=gpt-nothing")
         )
         sent = server.requests
     result.assert_outcomes(failed=1)
@@ -181,8 +182,9 @@ def test_an_adapter_registered_through_the_hooks_gets_every_wire_rule(
     pytester.makeconftest(textwrap.dedent(ADAPTER))
     dataset, _ = subset(tmp_path, 6)
     with Misbehaving([], default=default, models=["mine-2"]) as server:
-        result = pytester.runpytest(
-            *recording("mine", server.url, dataset, tmp_path / "c", "--sys1cal-timeout=0.3", "--sys1cal-stall-limit=1")
+        result = run(
+            pytester,
+            *recording("mine", server.url, dataset, tmp_path / "c", "--sys1cal-timeout=0.3", "--sys1cal-stall-limit=1"),
         )
     # Each rule stops the recording at once, but an oversized body, which fails only its own rendering.
     stops = default[0] != "big"

@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,11 +18,11 @@ from pytest_sys1cal.report.paper_tables import build_tables  # noqa: E402
 from pytest_sys1cal.report.table import Table  # noqa: E402
 from pytest_sys1cal.run_report import Report  # noqa: E402
 from tests.reports import golden, shifted_baseline, with_comparison  # noqa: E402
+from tests.runs import REPO
 
 # Draws every figure of whole runs with matplotlib.
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 EVERY_RUN = ["transfer", "reliability", "score", "score-choice", "sensitivity", "groups", "readout"]
 
 
