@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import find_chromium, open_page
+from tests.runs import sys1cal
 from tests.version_roots import NEW, OLD, REPO, edit_manifest, two_versions
 
 CHROMIUM = find_chromium()
@@ -54,10 +55,9 @@ def comment_of(pytester: pytest.Pytester, root: Path, *options: str) -> str:
     shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
     (pytester.path / "cassettes").symlink_to(root, target_is_directory=True)
     comment = pytester.path / "comment.md"
-    result = pytester.runpytest(
-        "--sys1cal", "--sys1cal-cassettes=cassettes", "--sys1cal-thresholds=thresholds.yaml",
-        f"--sys1cal-markdown={comment}", f"--sys1cal-report={pytester.path / 'report.json'}",
-        "-p", "no:cacheprovider", *options,
+    result = sys1cal(
+        pytester, "--sys1cal-cassettes=cassettes", "--sys1cal-thresholds=thresholds.yaml",
+        f"--sys1cal-markdown={comment}", f"--sys1cal-report={pytester.path / 'report.json'}", *options,
     )  # fmt: skip
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()[-2000:]
     return comment.read_text(encoding="utf-8")

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from pytest_sys1cal.commands.project_files import no_gates_yet
-from tests.recording.test_recording import QUIET, FaultServer, subset
+from tests.recording.test_recording import FaultServer, subset
+from tests.runs import run
 from tests.version_roots import NEW, two_versions
 
 
@@ -41,7 +42,7 @@ def test_a_replay_from_the_wrong_folder_is_pointed_at_the_folder_that_exists(
     two_versions(project / "cassettes")
     (project / "tests").mkdir()
     monkeypatch.chdir(project / "tests" if where == "above" else pytester.path)
-    result = pytester.runpytest("--sys1cal", f"--sys1cal-model-version={NEW}", *QUIET)
+    result = run(pytester, "--sys1cal", f"--sys1cal-model-version={NEW}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     line = error_line(result)
     found = "../cassettes/jev/jev-1.14.0" if where == "above" else "project/cassettes/jev/jev-1.14.0"
@@ -49,7 +50,7 @@ def test_a_replay_from_the_wrong_folder_is_pointed_at_the_folder_that_exists(
     assert "record-mode=once" not in line and "record this model" not in line  # no paid recording offered
     command = printed_command(line, "replay it (nothing is sent) with: ")
     assert command[0] == "pytest" and "--sys1cal-record-mode=none" in command
-    again = pytester.runpytest(*command[1:], *QUIET)  # as printed, from the same folder
+    again = run(pytester, *command[1:])  # as printed, from the same folder
     assert again.ret == pytest.ExitCode.OK, again.stdout.str()[-1500:]
     again.assert_outcomes(passed=365)
 
@@ -61,7 +62,7 @@ def test_a_run_without_inits_snippet_names_the_snippet(pytester: pytest.Pytester
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     # init's "Next: 1." pasted before the snippet: without it the run would be of jev and ask for Jev's key.
-    result = pytester.runpytest("--sys1cal", "--sys1cal-record-mode=once", "--sys1cal-max-cost=5", *QUIET)
+    result = run(pytester, "--sys1cal", "--sys1cal-record-mode=once", "--sys1cal-max-cost=5")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert error_line(result) == (
         "ERROR: thresholds.yaml is written for systemone, but no ini names a model, so this run would be of jev, the "
@@ -74,7 +75,7 @@ def test_a_run_without_inits_snippet_names_the_snippet(pytester: pytest.Pytester
     pytester.makepyprojecttoml(
         '[tool.pytest.ini_options]\nsys1cal_model = "systemone"\nsys1cal_model_version = "my-model-1"\n'
     )
-    replay = pytester.runpytest("--sys1cal", *QUIET)
+    replay = run(pytester, "--sys1cal")
     assert "no cassettes for systemone my-model-1" in error_line(replay)
 
 
@@ -87,9 +88,9 @@ def test_after_an_unknown_model_stop_the_printed_command_records_and_runs_as_pri
     unknown = ("status", 400, {}, json.dumps(refusal).encode())
     args = ["--sys1cal", "--sys1cal-model=systemone", "--sys1cal-model-version=v1", f"--sys1cal-dataset={dataset}"]
     with FaultServer(renderings, script=[unknown]) as server:
-        stopped = pytester.runpytest(
-            *args, f"--sys1cal-base-url={server.url}", "--sys1cal-record-mode=once", "--sys1cal-repeats=1",
-            "--sys1cal-concurrency=1", *QUIET,
+        stopped = run(
+            pytester, *args, f"--sys1cal-base-url={server.url}", "--sys1cal-record-mode=once", "--sys1cal-repeats=1",
+            "--sys1cal-concurrency=1",
         )  # fmt: skip
         assert "Unknown model: v1" in stopped.stdout.str()
         text = stopped.stdout.str().replace("\n", " ")
@@ -97,7 +98,7 @@ def test_after_an_unknown_model_stop_the_printed_command_records_and_runs_as_pri
         command = shlex.split(notice)
         assert "--sys1cal-record-mode=once" in command and f"--sys1cal-base-url={server.url}" in command
         assert "--sys1cal-report=sys1cal-report.json" in command
-        again = pytester.runpytest(*command[1:], *QUIET)  # as printed
+        again = run(pytester, *command[1:])  # as printed
     assert again.ret == pytest.ExitCode.OK, again.stdout.str()[-1500:]
     again.assert_outcomes(passed=6)
     update = subprocess.run(
