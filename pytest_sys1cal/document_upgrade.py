@@ -165,9 +165,19 @@ class BaselineSide(ComparedSide):
     location: str
 
 
+class ChanceSpread(TypedDict):
+    """How large one rendering's D_i gets by chance alone (analysis/rendering_moves.py, docs/statistics.md §6.7)."""
+
+    sd: float
+    lowest: float
+    n: int
+    basis: str
+
+
 class PrimitiveComparison(TypedDict, total=False):
     """The upgrade gate's row of one primitive, the numbers a reviewer reads: Δ̂ with its one-sided bounds (at
-    their Holm levels) and the margins it was held to (``reason`` when it was not compared)."""
+    their Holm levels), the bootstrap p-values Holm's step-down read, the margins it was held to (``reason``
+    when it was not compared) and the scale of chance of one rendering's D_i."""
 
     verdict: str
     n: int
@@ -178,11 +188,14 @@ class PrimitiveComparison(TypedDict, total=False):
     lower_level: float
     upper: float
     upper_level: float
+    p_noninferior: float
+    p_worse: float
     margin: float
     fail_margin: float
     tolerated: bool
     why: Why
     reason: str
+    chance: ChanceSpread
 
 
 class AbsoluteGates(TypedDict):

@@ -65,12 +65,12 @@ def test_a_teams_model_from_init_to_a_gated_second_version(pytester: pytest.Pyte
 
     replay = sys1cal(pytester, *common, f"--sys1cal-model-version={VERSIONS[0]}")
     assert replay.ret == pytest.ExitCode.OK, replay.stdout.str()[-3000:]
-    header = next(line for line in replay.stdout.lines if line.startswith("sys1cal: model systemone"))
+    header = next(line for line in replay.stdout.lines if line.startswith("sys1cal: thresholds"))
     assert "thresholds.yaml: systemone (" in header and "jev" not in header.split("thresholds ", 1)[1]
 
     second = sys1cal(pytester, *common, f"--sys1cal-model-version={VERSIONS[1]}", "--sys1cal-record-mode=once", f"--sys1cal-baseline={VERSIONS[0]}", "--sys1cal-report=second.json")  # fmt: skip
     assert second.ret == pytest.ExitCode.OK, second.stdout.str()[-4000:]
-    header = next(line for line in second.stdout.lines if line.startswith("sys1cal: model systemone"))
+    header = next(line for line in second.stdout.lines if line.startswith("sys1cal: thresholds"))
     assert f"gates; {VERSIONS[1]} has no block of its own and inherits them)" in header
     gates = json.loads((root / "second.json").read_text())["gates"]
     names = {g["name"] for g in gates}

@@ -55,7 +55,8 @@ def test_offline_replay_passes_and_prints_the_papers_table_1(pytester: pytest.Py
     result.assert_outcomes(passed=365)
     result.stdout.fnmatch_lines(
         [
-            "*sys1cal: model jev jev-1.13.0 (reconstructed cassettes, 1 repeat, each answer the mean of 10)*sha256 2f31c498debb*",
+            "sys1cal: model jev jev-1.13.0 (reconstructed cassettes, 1 repeat, each answer the mean of 10)*",
+            "sys1cal: cassettes *; dataset sys1cal-v1 sha256 2f31c498debb*",
             "*Table 1*",
             "Noul *365*0.918*",
             "Choice *365*0.764*",

@@ -56,13 +56,9 @@ def compare_reports(
 
     margins: per primitive (default Margin() for each gated primitive). primitives: the gated metrics;
     a gated primitive not measured in both reports gets verdict NOT MEASURED and leaves the Holm family.
-    reading: each rendering's OVL from its repeat mean ("mean") or the mean of its calls' own ("call";
-    docs/statistics.md §6.1); the clustering, the bootstrap and Holm are the same.
-    explain: add each compared primitive's ``why`` (analysis/diagnosis.py: ΔMCB, ΔDSC, the recalibrated Δ over
-    `splits` held-out splits, the diagnosis), which the upgrade gate asks for; it refits both versions' curves,
-    about as long again as the comparison itself. Each compared primitive's cells by family and by representation
-    are tested and marked (analysis/cells.py).
-    """
+    reading: each rendering's OVL from its repeat mean ("mean") or its calls' ("call"; statistics.md §6.1).
+    explain: add each compared primitive's ``why`` (analysis/diagnosis.py, over `splits` held-out splits); it
+    refits both versions' curves, about as long again as the comparison. Cells are marked by analysis/cells.py."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     gated = [p for p in PRIMITIVES if p in set(primitives)]
@@ -70,7 +66,6 @@ def compare_reports(
     paired = pair_reports(new, baseline, reading)
     clusters = Clusters.of(paired.latent_ids)
     counts = clusters.resample_counts(np.random.default_rng(seed), resamples)  # (B, J), shared by all metrics
-
     metrics: dict[str, UpgradeMetric] = {}
     boots: dict[str, np.ndarray] = {}
     for prim in gated:

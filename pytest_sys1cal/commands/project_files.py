@@ -15,6 +15,16 @@ WORKFLOW = ".github/workflows/sys1cal.yml"
 # the Markdown one on the pull request).
 JUNIT, REPORT, HTML = "sys1cal-junit.xml", "sys1cal-report.json", "sys1cal-report.html"
 COMMENT = "sys1cal-comment.markdown"
+# Every action the workflows use, pinned by commit (a moved tag cannot change what runs), the tag in a comment. The
+# commits of these tags were cross-checked against several public workflows pinning them (docs/setup.md says how
+# to verify them). The templates name the tag; pin_actions writes the commit.
+ACTIONS = {
+    "actions/checkout@v5": ("08c6903cd8c0fde910a37f88322edcfb5dd907a8", "v5.0.0"),
+    "actions/setup-python@v6": ("e797f83bcb11b83ae66e0230d6156d7c80228e7c", "v6.0.0"),
+    "actions/upload-artifact@v6": ("b7c566a772e6b6bfb58ed0dc250532a479d7789f", "v6.0.0"),
+    "actions/download-artifact@v7": ("37930b1c2abaa49bbe596cd826c3c89aef350131", "v7.0.0"),
+}
+ENVIRONMENT = "sys1cal-record"  # the GitHub environment the record job runs in: its secret, its reviewers, its branch
 MAX_COST_CEILING = 20  # dollars: the workflow refuses a larger max_cost input
 # The step that stops a job whose project has not set the gated version (the ini snippet init prints): without
 # it `pytest --sys1cal` would replay the bundled jev reference and gate nothing of the project's.
@@ -112,24 +122,61 @@ def workflow(project: Project) -> str:
     text = (
         WORKFLOW_TEMPLATE.replace("@BASELINE@", json.dumps(""))
         .replace("@CEILING@", str(MAX_COST_CEILING))
-        .replace("@PLUGIN@", project.plugin_version)
+        .replace("@INSTALL@", json.dumps(install_source(project.plugin_version)))
         .replace("@RECORD_ENV@\n", "".join(line + "\n" for line in env))
         .replace("@EXAMPLE@", "jev-1.14.0" if project.is_reference else f"{project.model}-2")
     )
-    return text  # init --shards replaces its record job (workflow_shards.py)
+    return pin_actions(text)  # init --shards replaces its record job (workflow_shards.py)
+
+
+def pin_actions(text: str) -> str:
+    """Each `uses: <action>@<tag>` of ACTIONS as `uses: <action>@<commit>  # <tag>`; an action not in ACTIONS
+    stops here, so that no workflow is written with a tag alone."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        head, found, ref = line.partition("uses: ")
+        if found and not head.lstrip().startswith("#"):
+            action = ref.strip()
+            commit, tag = ACTIONS[action]
+            line = f"{head}uses: {action.split('@')[0]}@{commit}  # {tag}\n"
+        out.append(line)
+    return "".join(out)
 
 
 def record_env_lines(project: Project, indent: str) -> list[str]:
     """The recording step's environment: the key (a secret) and, for a server on the local machine by default,
-    the repository variable that says where the server is."""
+    the sys1cal-record environment's variable that says where the server is."""
     lines = [f"{indent}{project.key_env}: ${{{{ secrets.{project.key_env} }}}}"] if project.key_env else []
     if project.local_server and project.base_url_env:
         lines += [
-            f"{indent}# {project.model}'s default server is on the local machine: set the repository variable",
-            f"{indent}# {project.base_url_env} to the origin of the server to record from.",
+            f"{indent}# {project.model}'s default server is on the local machine: set the variable {project.base_url_env}",
+            f"{indent}# of the environment sys1cal-record to the origin of the server to record from.",
             f"{indent}{project.base_url_env}: ${{{{ vars.{project.base_url_env} }}}}",
         ]
     return lines
+
+
+def install_source(plugin_version: str) -> str:
+    """The pip requirement CI installs the plugin from: the URL this installation came from when pip recorded one
+    that CI can reach too (a wheel over https, a git repository at its commit; PEP 610's direct_url.json), else
+    the package name pinned to this version."""
+    import importlib.metadata
+
+    pinned = f"pytest-sys1cal[html]=={plugin_version}"
+    try:
+        recorded = importlib.metadata.distribution("pytest-sys1cal").read_text("direct_url.json")
+        origin = json.loads(recorded) if recorded else {}
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return pinned
+    url = origin.get("url") if isinstance(origin, dict) else None
+    if not isinstance(url, str) or not url.startswith("https://"):
+        return pinned  # installed from this machine's disk (or an editable checkout): nothing CI could fetch
+    vcs = origin.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("vcs") == "git" and isinstance(vcs.get("commit_id"), str):
+        return f"pytest-sys1cal[html] @ git+{url}@{vcs['commit_id']}"
+    if "archive_info" in origin and url.endswith(".whl"):
+        return f"pytest-sys1cal[html] @ {url}"
+    return pinned
 
 
 def ini_snippet(project: Project) -> str:
@@ -148,9 +195,15 @@ def next_steps(project: Project) -> list[str]:
     needs += [f"{project.base_url_env} set to your server's origin"] if project.local_server else []
     key = f" (with {' and '.join(needs)})" if needs else ""
     secret = (
-        f"to record in CI, add the repository secret {project.key_env}{'' if project.key_required else ' if the server needs a key'} "
-        "(Settings → Secrets and variables → Actions)"
-        + (f" and the variable {project.base_url_env}, your server's origin" if project.local_server else "")
+        f"to record in CI, create the environment {ENVIRONMENT} (Settings → Environments), limit its deployment "
+        f"branches to the default branch, and add the environment secret {project.key_env}"
+        f"{'' if project.key_required else ' if the server needs a key'}"
+        + (
+            f" and the environment variable {project.base_url_env}, your server's origin"
+            if project.local_server
+            else ""
+        )
+        + "; the workflow's record job reads them from there alone"
     )
     dispatch = (
         "Actions → sys1cal → Run workflow (version, dollar cap) records a version; unzip its cassettes artifact "
@@ -257,11 +310,18 @@ env:
   BASELINE_VERSION: @BASELINE@
   # The largest max_cost a recording may be given, in dollars: a larger one is refused before anything runs.
   MAX_COST_CEILING: "@CEILING@"
+  # Where pytest-sys1cal is installed from, as one pip requirement: the package name pinned once it is published,
+  # a wheel URL ("pytest-sys1cal[html] @ https://…/pytest_sys1cal-X-py3-none-any.whl") or a git URL pinned to a
+  # commit ("pytest-sys1cal[html] @ git+https://…/pytest-sys1cal@<commit>"). Pinned: another plugin version may
+  # compute the tables differently; upgrade on purpose.
+  SYS1CAL_INSTALL: @INSTALL@
 
 jobs:
   replay:
     if: github.event_name != 'workflow_dispatch'
     runs-on: ubuntu-latest
+    # A replay is offline and takes about a minute; a job still running after this is stuck.
+    timeout-minutes: 30
     # A newer push to the same branch (or pull request) cancels the replay still running for the older one.
     concurrency:
       group: sys1cal-replay-${{ github.event_name }}-${{ github.event.pull_request.number || github.ref }}
@@ -274,11 +334,10 @@ jobs:
         with:
           python-version: "3.12"
           cache: pip
-          # Keyed on this file, which pins the plugin's version: a new pin starts a new cache.
+          # Keyed on this file, which holds SYS1CAL_INSTALL: a new pin starts a new cache.
           cache-dependency-path: .github/workflows/sys1cal.yml
-      # Pinned: another plugin version may compute the tables differently; upgrade on purpose.
       - name: Install pytest-sys1cal
-        run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
+        run: python -m pip install "$SYS1CAL_INSTALL"
       # If your root conftest.py imports your own package, install it too (uncomment):
       # - name: Install this project
       #   run: python -m pip install -e .
@@ -310,6 +369,7 @@ jobs:
     needs: replay
     if: ${{ !cancelled() && github.event_name == 'pull_request' && vars.SYS1CAL_PR_COMMENT == 'true' && github.event.pull_request.head.repo.full_name == github.repository }}
     runs-on: ubuntu-latest
+    timeout-minutes: 5
     permissions:
       pull-requests: write
     concurrency:
@@ -342,8 +402,12 @@ jobs:
   record:
     if: github.event_name == 'workflow_dispatch'
     runs-on: ubuntu-latest
+    # Long enough for a full recording at Jev's default pace (3,650 requests at 1,000/min, under 4 minutes) with
+    # retries and a slow local server; an interrupted recording resumes where it stopped. Raise it for a slower one.
+    timeout-minutes: 120
     # Settings → Environments → sys1cal-record: add required reviewers to approve each recording before it runs,
-    # and keep the API key as that environment's secret, where no other job can read it.
+    # limit its deployment branches to the default branch, and keep the API key as that environment's secret,
+    # where no other job can read it (docs/setup.md, "The recording environment").
     environment: sys1cal-record
     # One recording of a version at a time: a second one would pay for the same requests.
     concurrency:
@@ -383,7 +447,7 @@ jobs:
           cache: pip
           cache-dependency-path: .github/workflows/sys1cal.yml
       - name: Install pytest-sys1cal
-        run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
+        run: python -m pip install "$SYS1CAL_INSTALL"
       # If your root conftest.py imports your own package, install it too (uncomment):
       # - name: Install this project
       #   run: python -m pip install -e .

@@ -49,15 +49,17 @@ def load_thresholds(
     version: str | None = None,
     *,
     known_models: Iterable[str] | None = None,
+    shown: str | None = None,
 ) -> Thresholds:
-    """Read, validate and resolve thresholds.yaml for one model and version. Raises ThresholdsError."""
+    """Read, validate and resolve thresholds.yaml for one model and version, naming it `shown` (as the user would
+    type it; default its path) in messages, the report and the HTML. Raises ThresholdsError."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ThresholdsError(f"{path}: cannot read the thresholds file: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ThresholdsError(f"{path}: the thresholds file is not UTF-8 text ({exc.reason})") from None
-    return parse_thresholds(text, str(path), model, version, known_models=known_models)
+    return parse_thresholds(text, shown or str(path), model, version, known_models=known_models)
 
 
 def parse_thresholds(

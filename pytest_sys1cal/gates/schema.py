@@ -131,10 +131,12 @@ class Thresholds:
         names = {"error_cost": "error_cost", "deferral_cost": "defer_cost"}
         return {names[k]: v for k, v in self.decisions.items()}
 
-    def describe(self) -> str:
+    def describe(self, shown: str | None = None) -> str:
+        """The file (as `shown`, e.g. relative to where pytest ran; else its path), its sections and gates."""
+        path = self.path if shown is None else shown
         if not self.layers:
-            return f"{self.path}: {self.notice or 'no gates'}"
+            return f"{path}: {self.notice or 'no gates'}"
         if not self.gates:
-            return f"{self.path}: {' + '.join(self.layers)} (no gates)"
+            return f"{path}: {' + '.join(self.layers)} (no gates)"
         inherited = f"; {self.version} has no block of its own and inherits them" if self.inherited else ""
-        return f"{self.path}: {' + '.join(self.layers)} ({len(self.gates)} gates{inherited})"
+        return f"{path}: {' + '.join(self.layers)} ({len(self.gates)} gates{inherited})"

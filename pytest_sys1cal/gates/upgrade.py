@@ -139,7 +139,7 @@ def _upgrade_row(
     verdict = Verdict(m["verdict"])
     margins = margins_details(config, prim, model)
     tolerated = verdict == Verdict.INCONCLUSIVE and config.inconclusive == "pass"
-    explanation = _explanation(verdict, m)
+    explanation = _explanation(verdict, m, _holm_stops(comparison))
     if tolerated:
         explanation += f" Let pass by regression.inconclusive: pass ({inconclusive_setting(margins)})."
     details: UpgradeDetails = {
@@ -168,7 +168,45 @@ def _upgrade_row(
     )
 
 
-def _explanation(verdict: Verdict, m: UpgradeMetric) -> str:
+Stop = tuple[str, float, float]  # where Holm's step-down stopped: the label that stopped it, its p, its level
+
+
+def _holm_stops(comparison: UpgradeResult) -> dict[str, Stop]:
+    """Per family (its bootstrap p-value's key), where Holm's step-down stopped; a family that rejected every
+    hypothesis is absent (docs/statistics.md §6.3)."""
+    stops = {}
+    for key in ("p_noninferior", "p_worse"):
+        measured = sorted(
+            ((p, m["label"]) for m in comparison["metrics"].values() if (p := _p_value(m, key)) is not None),
+            key=lambda step: step[0],  # stable: ties keep the report's order, as analysis/paired.holm does
+        )
+        for rank, (p, label) in enumerate(measured):
+            level = comparison["alpha"] / (len(measured) - rank)
+            if p > level:
+                stops[key] = (label, p, level)
+                break
+    return stops
+
+
+def _p_value(m: UpgradeMetric, key: str) -> float | None:
+    return m.get("p_worse") if key == "p_worse" else m.get("p_noninferior")
+
+
+def _not_shown(m: UpgradeMetric, bound: str, met: bool, key: str, stops: dict[str, Stop]) -> str:
+    """Why a bound did not decide. Most often it is not past its margin; when it is, Holm's step-down stopped
+    before it, or its bootstrap p ((1 + #)/(B + 1), counting the resamples themselves) missed its level where the
+    quantile did not."""
+    if not met:
+        return bound.replace(" is ", " is not ", 1)
+    if key not in stops:
+        return bound
+    label, p_value, level = stops[key]
+    if label != m["label"]:
+        return f"{bound}, but Holm's step-down stopped at {label} (bootstrap p {p_value:.4g} above its level {level:.4g}) before it"
+    return f"{bound}, but its bootstrap p {p_value:.4g} is above its Holm level {level:.4g}"
+
+
+def _explanation(verdict: Verdict, m: UpgradeMetric, stops: dict[str, Stop]) -> str:
     if verdict == Verdict.NOT_MEASURED:
         return f"{m['label']} was not compared: {m['reason']}."
     head = (
@@ -185,10 +223,11 @@ def _explanation(verdict: Verdict, m: UpgradeMetric) -> str:
     elif verdict == Verdict.PASSED:
         text = f"{head}; its {lower} is above -{m['margin']:g}, so any drop is within the margin {m['margin']:g}."
     else:
-        text = (
-            f"{head}; neither shown within the margin ({lower} is not above -{m['margin']:g}) nor shown worse "
-            f"({upper} is not below -{m['fail_margin']:g}). {_capital(m['advice']['text'])}."
+        within = _not_shown(m, f"{lower} is above -{m['margin']:g}", m["lower"] > -m["margin"], "p_noninferior", stops)
+        worse = _not_shown(
+            m, f"{upper} is below -{m['fail_margin']:g}", m["upper"] < -m["fail_margin"], "p_worse", stops
         )
+        text = f"{head}; neither shown within the margin ({within}) nor shown worse ({worse}). {_capital(m['advice']['text'])}."
     return text
 
 

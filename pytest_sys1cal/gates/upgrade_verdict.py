@@ -46,7 +46,7 @@ def comparison_block(
     `baseline` report, which came from `origin` at `location`; `node_ids`: instance id → the node id that
     re-runs the rendering (None: not known, e.g. a report assembled outside a pytest run); `other`: the
     comparison under the reading that did not decide (gates/upgrade.py, other_reading)."""
-    from ..analysis.rendering_moves import rendering_moves
+    from ..analysis.rendering_moves import chance_spreads, rendering_moves
 
     summary = summarize(gates)
     primitives = {gate.primitive: primitive_comparison(gate) for gate in summary.upgrade}
@@ -67,6 +67,8 @@ def comparison_block(
     label = reading_label(reading, averaged_calls(report))
     compared = [prim for prim in PRIMITIVES if primitives.get(prim, {}).get("difference") is not None]
     moves = rendering_moves(report, baseline, compared, reading)
+    for prim, spread in chance_spreads(report, baseline, compared, reading).items():
+        primitives[prim]["chance"] = spread
     paired = next((gate.details["matched"] for gate in summary.upgrade if gate.details), len(moves))
     said = decided_by(verdict, primitives)
     block: Comparison = {
@@ -133,6 +135,8 @@ def primitive_comparison(gate: GateRow) -> PrimitiveComparison:
                 "lower_level": details["lower_level"],
                 "upper": details["upper"],
                 "upper_level": details["upper_level"],
+                "p_noninferior": details["p_noninferior"],
+                "p_worse": details["p_worse"],
             }
         )
     if "why" in details:  # why it moved (docs/statistics.md §8.5)

@@ -49,7 +49,8 @@ SPECS = [
         "score-choice",
         "The Score → Choice map",
         "Choice up against its Score expectation μ_S across, one dot per rendering, with the fitted latent curve and "
-        "the T/U/F band [μ_S, μ_S + U]: dots above the dashed diagonal are Choice claiming more than μ_S.",
+        "the T/U/F band [μ_S, μ_S + U], both drawn only when the valid test rejects λ = 0 at the λ gate's α: dots "
+        "above the dashed diagonal are Choice claiming more than μ_S.",
         score_to_choice,
     ),
     Spec(

@@ -19,6 +19,17 @@ from .upgrade_text import SUMMARY_TOP, baseline_line, moves_table, sentence, ver
 from .why_text import why_lines, why_table
 
 ICONS: dict[str, str] = {Outcome.FAILED: "❌", Outcome.UNDECIDED: "⚠️", Outcome.PASSED: "✅", Outcome.NONE: "➖"}
+NO_COMPARISON = "no upgrade comparison made"  # the heading's words when no baseline was in force
+
+
+def no_comparison_line() -> str:
+    """Under the heading of a run without a baseline: its verdict is not an upgrade verdict, and how to get one."""
+    return (
+        "**No upgrade comparison was made:** this run had no baseline, so its verdict is the thresholds file's "
+        "floors and ceilings alone, not whether this version is as good as the one it replaces. To compare, set "
+        "`BASELINE_VERSION` in the workflow `init` wrote (or pass `--sys1cal-baseline=VERSION`, a version folder "
+        "beside this one or a saved JSON report)."
+    )
 
 
 def summary_markdown(
@@ -71,7 +82,12 @@ def heading(report: Report) -> list[str]:
     md = markdown_text  # versions and locations come from files and servers: data (escape.py)
     if comparison is None:
         kind, phrase = headline(report.gates)
-        return [f"### Sys1Cal calibration: {md(model['name'])} {md(model['version'])} — {ICONS[kind]} {phrase}"]
+        return [
+            f"### Sys1Cal calibration: {md(model['name'])} {md(model['version'])} — {ICONS[kind]} {phrase}; "
+            f"{NO_COMPARISON}",
+            "",
+            no_comparison_line(),
+        ]
     absolute = comparison["absolute_gates"]
     return [
         f"### {ICONS[verdict_kind(comparison['verdict'])]} Sys1Cal {md(comparison['headline'])}",

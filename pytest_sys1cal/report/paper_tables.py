@@ -7,6 +7,7 @@ from collections.abc import Callable
 from ..document import PaperSummary, Reasoned, ReportDocument, averaged_calls
 from ..vocabulary import MEAN_READING, reading_label
 from .breakdown_tables import by_family_table, by_representation_table, several_calls
+from .figure_data import LatentBand, r2_words
 from .recalibration_table import recalibration_table
 from .table import Table, fmt, fmt_interval, fmt_p, fmt_t
 from .why_text import decomposition_table
@@ -92,11 +93,22 @@ def table2(result: ReportDocument) -> Table:
     df = None if unc["latent_problems"] < 2 else unc["latent_problems"] - 1
     peak = "" if unc["u_peak_at"] is None else f" at μ_S = {unc['u_peak_at']:.3f}"
     shape = "—" if unc["alpha"] is None else f"{unc['alpha']:.3f}, {unc['beta']:.3f}"
-    rows = [
+    band = LatentBand.of(result)
+    r2 = r2_words(unc["r2"]) or fmt(None)
+    fitted = [
         ["λ (global fit)", fmt(unc["lambda"]), fmt_interval(unc["lambda_ci"]), "", ""],
         ["α, β (global fit)", shape, "", "", ""],
-        ["R², R² vs identity Choice = μ_S", f"{fmt(unc['r2'])}, {fmt(unc['r2_vs_identity'])}", "", "", ""],
+        ["R², R² vs identity Choice = μ_S", f"{r2}, {fmt(unc['r2_vs_identity'])}", "", "", ""],
         [f"U_max, peak uncertain mass{peak}", fmt(unc["u_max"]), fmt_interval(unc["u_max_ci"]), "", ""],
+    ]
+    if not band.shown:  # the fit is not a band the test found: no U_max, the fit's own numbers marked as such
+        fitted = [
+            [f"latent uncertainty: {band.absent()}", "", "", "", ""],
+            *[[row[0].replace("(global fit)", "(global fit, not detected)"), *row[1:]] for row in fitted[:3]],
+            [f"U_max, peak uncertain mass{peak}", "— (not detected)", "—", "", ""],
+        ]
+    rows = [
+        *fitted,
         ["share of items with Choice < μ_S", fmt(unc["share_choice_below_mu"]), "", "", ""],
         [
             "mean λ_j per latent: paper's statistic (not a valid test of λ=0)",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..document import ReportDocument
-from ..gates.rows import GateRow, GateSummary, Outcome
+from ..gates.rows import GateRow, GateSummary, Outcome, passes
 from ..run_report import Report
 from ..vocabulary import Verdict
 from .breakdown_tables import family_delta_table, representation_delta_table
@@ -93,8 +93,37 @@ def summary_lines(
             lines += [("", {})] + format_table(comparison)
     lines += moves_lines(result, rerun)
     lines += gate_lines(report.gates, advice, thresholds)
-    recap = upgrade_lines(result)
+    recap = upgrade_lines(result)[:1] + count_lines(report)  # the upgrade's verdict, then the one count
     return lines + ([("", {})] + recap if recap else [])
+
+
+def count_lines(report: Report) -> list[Line]:
+    """The run's one failure count, last in the section: how many gates failed of how many, split into the
+    thresholds file's and the upgrade's, and what pytest's closing line counts as failed (those gates and the
+    renderings that could not be measured), so that every count printed reads as this one."""
+    gates = report.gates
+    if not gates.rows:
+        return []
+    failed_renderings = report.data["counts"]["failed"]
+    split = [
+        f"{len(failed)} of {len(rows)} {kind}"
+        for kind, rows, failed in (
+            ("absolute", gates.absolute, gates.failed_absolute),
+            ("upgrade", gates.upgrade, gates.failed_upgrade),
+        )
+        if rows
+    ]
+    if not (gates.failed or gates.inconclusive or failed_renderings):
+        tally = ", ".join(f"{n} {verdict}" for verdict, n in gates.verdicts.items())
+        return [(f"gates: {tally} of {len(gates.rows)}", {"green": True})]
+    said = f"gates: {len(gates.failed)} of {len(gates.rows)} FAILED"
+    said += f" ({', '.join(split)})" if len(split) > 1 else ""
+    if gates.inconclusive:
+        said += f"; {len(gates.inconclusive)} inconclusive (not passed)"
+    as_items = sum(passes(gate) is False for gate in gates.rows)  # as session/collect.py reports each gate
+    rendering = f" and the {failed_renderings} rendering(s) not measured" if failed_renderings else ""
+    said += f"; pytest's closing line counts {as_items + failed_renderings} failed: these gates{rendering}"
+    return [(said, RED)]
 
 
 def upgrade_lines(result: ReportDocument) -> list[Line]:

@@ -118,7 +118,11 @@ def _facts(run: Sys1CalRun) -> RunFacts:
         selected=run.interruption.selected,
         shard=run.shard.facts(run.dataset) if run.shard else None,
         stopped=run.interruption.reason,
-        write_gates=None if run.shard else write_gates(run.advice),  # a shard's gates come from the merged folder
+        # A shard's gates come from the merged folder; a run that could not measure everything (a recording that
+        # stopped, answers refused) says to record what is missing, or the replay it printed would stop on it.
+        write_gates=None
+        if run.shard
+        else write_gates(run.advice, record=run.interruption.reason is not None or any(r.error for r in run.rows)),
         recalibration=run.recalibration,
     )
 

@@ -88,7 +88,7 @@ class ActiveRun:
         folder = self.run.folder
         notices = [] if folder.recording else [unchecked_notice(folder.path, folder.manifest), self.run.replay_cache[1]]
         shard = self.run.shard.header(self.run.dataset) if self.run.shard else None
-        return [self.run.header(), *(notice for notice in [shard, *notices] if notice)]
+        return [*self.run.header(), *(notice for notice in [shard, *notices] if notice)]
 
     def pytest_sessionstart(self) -> None:
         self.run.use_replay_cache()

@@ -154,8 +154,9 @@ OPTIONS = [
     Option("--sys1cal-concurrency", "recording: requests in flight at once", 8, type=positive_int, metavar="N"),
     Option(
         "--sys1cal-rate",
-        "recording: at most N requests per minute, evenly spaced; 0 = no limit (Jev allows 1,200)",
-        1000,
+        "recording: at most N requests per minute, evenly spaced; 0 = no limit (default: 1,000 for Jev, which allows "
+        "1,200; a systemone or semif server on this machine or a private network: its own pace)",
+        None,
         type=non_negative_int,
         metavar="N",
     ),
@@ -230,7 +231,7 @@ class Settings:
     bootstrap: int
     recalibration_splits: int
     concurrency: int
-    rate: int
+    rate: int | None  # None: not given (recording_hooks.rate_in_force decides by the server's origin)
     max_cost: float | None
     price: float | None  # dollars per million input tokens; None: Jev's list price
     timeout: float
@@ -246,6 +247,11 @@ class Settings:
     model_id: str | None = (
         None  # as given (option or ini); the folder's manifest decides a replay's (store/manifest.py)
     )
+    # Whether the model was named (option or ini key), not the default jev, and whether the thresholds file is the
+    # rootdir's thresholds.yaml, not named: a project whose own thresholds.yaml holds another model's section and
+    # no ini naming a model has not added init's snippet (session/gate_advice.py).
+    model_given: bool = True
+    default_thresholds: bool = False
 
     @property
     def recording(self) -> bool:
@@ -324,6 +330,9 @@ def resolve_settings(config: pytest.Config) -> Settings:
     where = placement(config, {option.flag for option in OPTIONS} | {"--model"}, THRESHOLDS_FILE)
     values = {option.field: _resolve(config, option, where) for option in OPTIONS}
     values["default_cassettes"] = values["cassettes"] == where.rootpath / BY_FIELD["cassettes"].default
+    values["model_given"] = config.getoption("sys1cal_model") is not None or bool(
+        _ini_value(config, where, "sys1cal_model")
+    )
     _check_names(values)
     values["dry_run"] = bool(config.getoption("sys1cal_dry_run", False))
     if values["dry_run"] and values["record_mode"] == "none":
@@ -342,6 +351,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     if given is None:
         default = where.rootpath / THRESHOLDS_FILE
         values["thresholds"] = default if default.is_file() else None
+        values["default_thresholds"] = default.is_file()
     elif not given.is_file():
         raise pytest.UsageError(f"{flag('thresholds')}: {given} does not exist")
     return Settings(**values)

@@ -35,6 +35,7 @@ from ..store.folder import CassetteFolder, model_id_of, reference_root
 from ..store.replay_cache import CACHE_NAME
 from ..versions.upgrade_baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
 from .advice import Advice, selection_of
+from .gate_advice import missing_snippet
 from .interruption import Interruption
 from .options import Settings, pytest_outputs
 from .outputs import Outputs
@@ -79,7 +80,7 @@ class Sys1CalRun:
             self._baseline(registered, repeats)
         # This process's recording (None: a replay), its end settled once (session/ending.py).
         self.recording: Recording | None = (
-            recording_of(config, settings, controller, self.redactor) if settings.recording else None
+            recording_of(config, settings, self.adapter, controller, self.redactor) if settings.recording else None
         )
         self.measurer = Measurer(
             Codec(self.adapter, self.folder.questions, self.repeats),
@@ -121,6 +122,9 @@ class Sys1CalRun:
             settings.record_mode,
             default_root=settings.default_cassettes,
         )
+        known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
+        if self.controller and (snippet := missing_snippet(settings, known)):
+            raise InputError(snippet)
         self.thresholds = (
             thresholds_in_force(settings, adapter, registered, self.reference) if self.controller else None
         )
@@ -162,7 +166,9 @@ class Sys1CalRun:
         """What an xdist worker needs from the controller's configure: the repeats it decided."""
         return {"sys1cal_repeats": self.repeats}
 
-    def header(self) -> str:
+    def header(self) -> list[str]:
+        """The run in three short lines (model and how it is measured; where its answers and questions come from;
+        its gates), every path as the user would type it from where pytest ran, never the machine's absolute one."""
         from ..report.terminal import repeats_phrase
 
         source = (
@@ -173,15 +179,23 @@ class Sys1CalRun:
         cassettes = f"{source}, {repeats_phrase(self.repeats, self.folder.repeats_per_answer)}"
         if self.recalibration is not None:
             cassettes += f", answers through the recalibration map {self.recalibration.path}"
+        where = "pytest-sys1cal's bundled reference set" if self.reference else self._shown(self.folder.path)
         thresholds = self.thresholds.describe() if self.thresholds else "none (no thresholds.yaml)"
-        return one_line(
-            self.redactor.text(
-                f"sys1cal: model {self.settings.model} {self.adapter.version} ({cassettes}); dataset {self.dataset.name} "
-                f"sha256 {self.dataset.sha256[:12]}… ({len(self.dataset.renderings)} renderings, "
-                f"{self.dataset.latent_problems} latent problems); record mode {self.settings.record_mode}; "
-                f"cassettes {self.folder.path}; seed {self.settings.seed}; thresholds {thresholds}"
-            )
-        )
+        lines = [
+            f"sys1cal: model {self.settings.model} {self.adapter.version} ({cassettes}); record mode "
+            f"{self.settings.record_mode}; seed {self.settings.seed}",
+            f"sys1cal: cassettes {where}; dataset {self.dataset.name} sha256 {self.dataset.sha256[:12]}… "
+            f"({len(self.dataset.renderings)} renderings, {self.dataset.latent_problems} latent problems)",
+            f"sys1cal: thresholds {thresholds}",
+        ]
+        return [one_line(self.redactor.text(line)) for line in lines]
+
+    def _shown(self, path: Path) -> str:
+        """`path` relative to where pytest ran (with ../ when above it)."""
+        try:
+            return Path(os.path.relpath(path, self.config.invocation_params.dir)).as_posix()
+        except ValueError:  # another drive
+            return path.as_posix()
 
     def start_recording(self) -> str | None:
         """Lock the folder and write the manifest before the first request; a notice when a killed
@@ -266,14 +280,25 @@ def thresholds_in_force(
     """The thresholds file in force: the given one, the rootdir's thresholds.yaml, or, for the bundled
     reference set in a project without a thresholds file, the shipped one."""
     path = settings.thresholds
+    shown = None if path is None else shown_path(path)
     if path is None and reference is not None:
-        path = shipped_thresholds_path()
+        path, shown = shipped_thresholds_path(), SHIPPED_THRESHOLDS
     if path is None:
         return None
     from ..gates.config import load_thresholds
 
     known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
-    return load_thresholds(path, settings.model, adapter.version, known_models=known)
+    return load_thresholds(path, settings.model, adapter.version, known_models=known, shown=shown)
+
+
+SHIPPED_THRESHOLDS = "pytest-sys1cal's shipped thresholds.yaml"  # the bundled set's gates, inside the package
+
+
+def shown_path(path: Path) -> str:
+    """`path` as the user would type it: relative to where pytest runs when inside it, else as given (never the
+    machine's absolute path for a project file: the header, the margins' words and the HTML name it so)."""
+    relative = os.path.relpath(path)
+    return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
 
 
 def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, registered: Any) -> Baseline:
@@ -326,14 +351,16 @@ def replay_cache_folder(config: pytest.Config, cassette_root: Path) -> tuple[Pat
     return folder, None
 
 
-def recording_of(config: pytest.Config, settings: Settings, controller: bool, redactor: Redactor) -> Recording:
+def recording_of(
+    config: pytest.Config, settings: Settings, adapter: ModelAdapter, controller: bool, redactor: Redactor
+) -> Recording:
     """This process's recording (its lines through the run's redactor); an xdist worker's limits are its share
     of the run's."""
     from .recording_hooks import Recording, limits_for, workercount
 
     workerinput: Mapping[str, Any] = getattr(config, "workerinput", {})
     share = workercount(workerinput) if not controller else 1
-    return Recording(config, limits_for(settings, share), redactor, quiet=not controller)
+    return Recording(config, limits_for(settings, adapter, share), redactor, quiet=not controller)
 
 
 def _import_analysis() -> None:

@@ -596,7 +596,7 @@ def test_github_job_summary_gets_the_gate_table(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = summary.read_text()
     assert text.startswith(
-        "## an earlier step\n\n### Sys1Cal calibration: systemone jev-latest — ❌ 2 gate(s) FAILED\n"
+        "## an earlier step\n\n### Sys1Cal calibration: systemone jev-latest — ❌ 2 gate(s) FAILED; no upgrade comparison made\n"
     )
     lines = text.splitlines()
     head = lines.index("**Gates**")

@@ -136,8 +136,17 @@ def test_a_worse_version_fails_the_upgrade_and_every_output_says_so_first(
     assert "**Noul Δ −0.082, Score Δ −0.065 shown worse; Choice passed**" in comment
     assert "❌ **Absolute gates: 10 of 21 FAILED**" in comment and "`noul.min_mean_ovl`" in comment
     assert "| Noul | 0.9183 | 0.8362 | -0.0822 | -0.0992 (97.5%) | -0.0636 (98.3%) | 0.02 / 0.01 | FAILED |" in comment
-    for text in (summary, comment):
-        assert not machine_paths(text, pytester.path, REPO, root), text[:2000]
+    html_text = files["html"].read_text(encoding="utf-8")
+    for text in (summary, comment, html_text, files["report"].read_text(encoding="utf-8")):
+        assert not machine_paths(text, pytester.path, REPO, root), text[:2000]  # no absolute thresholds path
+    # One failure count at the end, in the terms of pytest's own closing line (issue 37).
+    count = next(k for k, line in enumerate(lines) if line.startswith("gates: "))
+    assert lines[count - 1 : count + 1] == [
+        f"{FAILED_LINE} [baseline: version folder cassettes/jev/{OLD}]",
+        "gates: 12 of 24 FAILED (10 of 21 absolute, 2 of 3 upgrade); pytest's closing line counts 12 failed: these "
+        "gates",
+    ]
+    result.assert_outcomes(failed=12, passed=365)
     # docs/output.md's "The pull-request comment" quotes this comment, as this run writes it (its folded table
     # cut short).
     page = (REPO / "docs" / "output.md").read_text(encoding="utf-8")
@@ -174,11 +183,13 @@ def test_a_better_version_passes_the_upgrade_beside_its_failed_absolute_gates(
         f"{PASSED_LINE} [baseline: version folder cassettes/jev/{OLD}]",
         "absolute gates: 2 of 21 FAILED",
     ]
-    recap = lines.index(lines[0], 1)  # and repeated under the gate block, where a CI log ends
-    assert (
-        lines[recap - 1 : recap + 2] == ["", *lines[:2]]
-        and "otherwise this is a regression" in lines[recap - 2].lower()
-    )
+    recap = lines.index(lines[0], 1)  # and repeated under the gate block, where a CI log ends, with the one count
+    assert lines[recap - 1 : recap + 2] == [
+        "",
+        lines[0],
+        "gates: 2 of 24 FAILED (2 of 21 absolute, 0 of 3 upgrade); pytest's closing line counts 2 failed: these gates",
+    ]
+    assert "otherwise this is a regression" in lines[recap - 2].lower()
     comparison = json.loads(files["report"].read_text(encoding="utf-8"))["comparison"]
     assert comparison["verdict"] == "passed" and comparison["headline"] == PASSED_LINE
     assert {p: row["verdict"] for p, row in comparison["primitives"].items()} == dict.fromkeys(
@@ -344,7 +355,11 @@ def test_the_comment_without_a_baseline_says_the_gates_verdict(pytester: pytest.
     result.stdout.fnmatch_lines([f"Markdown comment written to {comment}"])
     assert comment.read_text(encoding="utf-8") == (
         "<!-- pytest-sys1cal: pull-request comment -->\n"
-        "### ✅ Sys1Cal calibration: jev jev-1.13.0 — every gate in force passed\n"
+        "### ✅ Sys1Cal calibration: jev jev-1.13.0 — every gate in force passed; no upgrade comparison made\n\n"
+        "**No upgrade comparison was made:** this run had no baseline, so its verdict is the thresholds file's floors "
+        "and ceilings alone, not whether this version is as good as the one it replaces. To compare, set "
+        "`BASELINE_VERSION` in the workflow `init` wrote (or pass `--sys1cal-baseline=VERSION`, a version folder "
+        "beside this one or a saved JSON report).\n"
     )
     # The λ gate's observed value is the p-value of its test, and says so.
     result.stdout.fnmatch_lines(["uncertainty.require_lambda_positive *p = 1.0e-10 *α = 0.0100 *passed"])

@@ -558,7 +558,7 @@ def test_xdist_workers_record_only_what_they_run(pytester: pytest.Pytester, tmp_
     result.stdout.fnmatch_lines(
         [
             "sys1cal: recording 12 of 12 renderings (0 already have cassettes)",
-            "sys1cal: concurrency 8, at most 1,000 requests/min: at least 1 s (shared by 2 xdist workers, *)",
+            "sys1cal: concurrency 8, no rate limit (shared by 2 xdist workers, *)",
         ]
     )
     assert len(cassettes(root)) == 12
