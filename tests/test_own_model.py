@@ -49,7 +49,7 @@ def test_a_teams_model_from_init_to_a_gated_second_version(pytester: pytest.Pyte
     assert first.ret == pytest.ExitCode.OK
     told = [line for line in first.stdout.lines if "no gates for" in line]
     assert told == [
-        f"notice: {root / 'thresholds.yaml'}: no gates for systemone {VERSIONS[0]} yet (systemone sets none): this "
+        f"notice: thresholds.yaml: no gates for systemone {VERSIONS[0]} yet (systemone sets none): this "
         "run gates nothing. Write them from a full run of the version you trust: pytest --sys1cal "
         f"--sys1cal-model=systemone --sys1cal-model-version={VERSIONS[0]} --sys1cal-dataset={root / 'fresh.jsonl'} "
         f"--sys1cal-cassettes={root / 'cassettes'} --sys1cal-report=sys1cal-report.json, then python -m "

@@ -1,7 +1,7 @@
 """The upgrade verdict: the report's top-level ``comparison`` block, written only when a baseline is in force.
 It says what was compared (both versions, where the baseline came from) and how it ended, in one line every
-renderer leads with (``upgrade jev-1.13.0 → jev-1.14.0: FAILED (Noul Δ −0.082, Score Δ −0.065 shown worse;
-Choice passed)``); the absolute gates of thresholds.yaml keep a line of their own beside it; and every paired
+renderer leads with (``upgrade jev-1.13.0 → jev-1.14.0, 10-call mean: FAILED (Noul Δ −0.082, Score Δ −0.065
+shown worse; Choice passed)``); the absolute gates of thresholds.yaml keep a line of their own beside it; and every paired
 rendering, the one that dropped most first, with the node id that re-runs it (docs/report.md)."""
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ def _read(adapter: ModelAdapter, wire: WireResponse, url: str, checked: Checked)
         # stand behind a listed name), so a name missing from the list is not refused here: the first answer
         # decides, and an unknown model stops the recording at it.
         checked.lines.append(
-            f"sys1cal: check: model: {adapter.sent_model!r} ({adapter.model_id_source}) is not among the "
+            f"sys1cal: check: model: {adapter.sent_model!r} is not among the "
             f"{len(served)} the server lists ({', '.join(served) or 'none'}, GET {path}); a server may serve a model "
             "it does not list, so the check does not refuse it: the recording's first answer decides, and an unknown "
             "model stops it at once, after at most the requests already in flight (--sys1cal-concurrency); if it is "

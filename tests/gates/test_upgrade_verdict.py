@@ -20,10 +20,10 @@ import pytest
 from tests.runs import REPO, run, sys1cal
 from tests.version_roots import BETTER, JEV, NEW, OLD, better_version, two_versions
 
-FAILED_LINE = "upgrade jev-1.13.0 → jev-1.14.0: FAILED (Noul Δ −0.082, Score Δ −0.065 shown worse; Choice passed)"
-PASSED_LINE = (
-    "upgrade jev-1.13.0 → jev-1.13.1: passed (Noul Δ +0.008, Choice Δ +0.024, Score Δ +0.011 shown within the margin)"
+FAILED_LINE = (
+    "upgrade jev-1.13.0 → jev-1.14.0, 10-call mean: FAILED (Noul Δ −0.082, Score Δ −0.065 shown worse; Choice passed)"
 )
+PASSED_LINE = "upgrade jev-1.13.0 → jev-1.13.1, 10-call mean: passed (Noul Δ +0.008, Choice Δ +0.024, Score Δ +0.011 shown within the margin)"
 DATASET = REPO / "fixtures" / "sys1cal-v1" / "v0.1.0_tiny_cleanvars_parallel_primitives.jsonl"
 
 
@@ -165,7 +165,7 @@ def test_a_worse_version_fails_the_upgrade_and_every_output_says_so_first(
     html = files["html"].read_text(encoding="utf-8")
     body = html[html.index("<body>") :]
     assert body.index('class="upgrade failed"') < body.index("<h1>")  # the verdict above everything
-    assert "✗ Upgrade jev-1.13.0 → jev-1.14.0: FAILED</p>" in body
+    assert "✗ Upgrade jev-1.13.0 → jev-1.14.0, 10-call mean: FAILED</p>" in body
     assert "Absolute gates: 10 of 21 FAILED</b> " in body and '<span class="names">FAILED: noul.min_mean_ovl, ' in body
 
 
@@ -200,7 +200,7 @@ def test_a_better_version_passes_the_upgrade_beside_its_failed_absolute_gates(
     assert summary.startswith(f"### ✅ Sys1Cal {PASSED_LINE}\n\n❌ **Absolute gates: 2 of 21 FAILED**")
     html = files["html"].read_text(encoding="utf-8")
     assert (
-        '<div class="upgrade passed" id="upgrade-verdict"><p class="head">✓ Upgrade jev-1.13.0 → jev-1.13.1: passed'
+        '<div class="upgrade passed" id="upgrade-verdict"><p class="head">✓ Upgrade jev-1.13.0 → jev-1.13.1, 10-call mean: passed'
         in html
     )
     assert "FAILED: choice.max_swap_shift, choice.max_first_position_bias</span>" in html

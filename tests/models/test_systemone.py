@@ -467,6 +467,6 @@ def test_an_unknown_model_name_is_the_servers_error_and_stops_the_recording(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*server error: HTTP 400: Unknown model: not-a-model (the server does not serve the model 'not-a-model', "
-         "sent from --sys1cal-model-version; it serves: jev-latest, mock (GET http://127.0.0.1:*/v1/models); name one "
-         "of them with --sys1cal-model-version)*", "*Interrupted: sys1cal: *Unknown model: not-a-model*"]
+         "sent from --sys1cal-model-version; it serves: jev-latest, mock (GET http://127.0.0.1:*/v1/models); send one "
+         "of them with --sys1cal-model-id (the version still names the cassette folder))*", "*Interrupted: sys1cal: *Unknown model: not-a-model*"]
     )  # fmt: skip

@@ -97,8 +97,8 @@ def test_the_jevcompat_mock_refusing_the_model_stops_the_recording_at_once(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*server error: HTTP 400: Unknown model: jev-1.14.0 (the server does not serve the model 'jev-1.14.0', sent "
-         f"from --sys1cal-model-version; it serves: jev-latest, mock (GET {mock.url}/v1/models); name one of them with "
-         "--sys1cal-model-version). Stopped at the first such answer: every request names the same model*",
+         f"from --sys1cal-model-version; it serves: jev-latest, mock (GET {mock.url}/v1/models); send one of them with "
+         "--sys1cal-model-id (the version still names the cassette folder)). Stopped at the first such answer: every request names the same model*",
          "*Interrupted: sys1cal: *Unknown model: jev-1.14.0*"]
     )  # fmt: skip
     assert config.requests <= 8  # the requests already in flight at most, not 30
@@ -120,7 +120,7 @@ def test_an_openai_compatible_server_refusing_the_model_stops_the_recording_at_o
     result.stdout.fnmatch_lines(
         ["*Interrupted: sys1cal: *HTTP 404: The model `gpt-nothing` does not exist. (the server does not serve the "
          "model 'gpt-nothing', sent from --sys1cal-model-version; it serves: smollm2-135m, gemma-3-270m (GET "
-         "http://127.0.0.1:*/v1/models)*"]
+         "http://127.0.0.1:*/v1/models); send one of them with --sys1cal-model-id*"]
     )  # fmt: skip
     assert sent <= 8, sent
 

@@ -61,8 +61,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.mark.parametrize(
     ("kind", "head", "absolute"),
     [
-        ("failed", "✗ Upgrade jev-1.13.0 → jev-1.14.0: FAILED", "Absolute gates: 10 of 21 FAILED"),
-        ("passed", "✓ Upgrade jev-1.13.0 → jev-1.13.1: passed", "Absolute gates: 2 of 21 FAILED"),
+        ("failed", "✗ Upgrade jev-1.13.0 → jev-1.14.0, 10-call mean: FAILED", "Absolute gates: 10 of 21 FAILED"),
+        ("passed", "✓ Upgrade jev-1.13.0 → jev-1.13.1, 10-call mean: passed", "Absolute gates: 2 of 21 FAILED"),
     ],
 )
 def test_the_verdict_is_what_a_reviewer_sees_first(
