@@ -21,6 +21,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pytest_sys1cal.commands.thresholds",
         "a thresholds.yaml section from a saved JSON report; --update rewrites it in the file, with a diff",
     ),
+    "recalibrate": (
+        "pytest_sys1cal.commands.recalibrate",
+        "the monotone recalibration map of each primitive, fitted on a saved JSON report, as a file to apply and to "
+        "replay through (--sys1cal-recalibration)",
+    ),
     "trend": (
         "pytest_sys1cal.commands.trend",
         "replay every recorded version of a model offline and show them side by side, with the upgrade verdicts",

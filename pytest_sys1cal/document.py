@@ -18,6 +18,7 @@ from . import __version__
 from .document_decisions import Decisions, OptionSwap, Readout, RecalibratedReadout
 from .document_sequential import SequentialBlock
 from .document_upgrade import Comparison, UpgradeDetails
+from .document_why import Decomposition, HeldOutMap, MapUsed, Reliability, RepeatNoise
 from .errors import InputError
 from .vocabulary import REPORT_SCHEMA, Verdict
 
@@ -32,6 +33,8 @@ class ModelBlock(TypedDict):
     version: str
     source: str  # of the cassettes: recorded, reconstructed, mixed
     server_model: str | None
+    # The model id sent to the server, where it is not the version (--sys1cal-model-id): absent otherwise.
+    model_id: NotRequired[str]
 
 
 class DatasetBlock(TypedDict):
@@ -61,12 +64,45 @@ class OvlSummary(TypedDict):
     median_ovl: float | None
 
 
+class CallReading(TypedDict):
+    """The report's ``calls`` (analysis/calls.py): whether the cassettes hold every call, so that each primitive
+    has a per-call reading beside the repeat mean, how many calls, and why not (each answer a published mean)."""
+
+    measured: bool
+    calls: int
+    reason: NotRequired[str]
+
+
+class CallSummary(OvlSummary):
+    """Table 1 per call (``primitives.<p>.per_call``): over each rendering's calls, then over renderings."""
+
+    calls: int
+    mean_tv: float | None
+    reason: NotRequired[str]
+
+
+class CallCell(TypedDict):
+    """A by-family or by-representation cell per call (``…primitives.<p>.per_call``)."""
+
+    mean_tv: float | None
+    mean_ovl: float | None
+
+
+class CallCalibration(TypedDict):
+    """``calibration.<p>.per_call``: ECE with every call a point (weighing 1/r_i) and the per-call Brier."""
+
+    ece: float | None
+    brier: float | None
+    reason: NotRequired[str]
+
+
 class PrimitiveRow(OvlSummary):
-    """One primitive of Table 1 (``primitives``)."""
+    """One primitive of Table 1 (``primitives``): the repeat means' reading, and ``per_call`` beside it."""
 
     n: int
     mean_tv: float | None
     reason: NotRequired[str]
+    per_call: NotRequired[CallSummary]  # absent in a report written before the per-call reading
 
 
 class GroupCell(TypedDict):
@@ -76,6 +112,7 @@ class GroupCell(TypedDict):
     latent_problems: int
     mean_tv: float | None
     mean_ovl: float | None
+    per_call: NotRequired[CallCell]
 
 
 class GroupRow(TypedDict):
@@ -177,6 +214,7 @@ class CalibrationRow(TypedDict):
     ece_equal_mass_bins: int | None
     brier: float | None
     reason: NotRequired[str]
+    per_call: NotRequired[CallCalibration]
 
 
 # One repeat's raw answers as the adapter gave them: ``noul``, ``choice``, ``choice_swapped`` (P(True)) and
@@ -253,6 +291,7 @@ class Analysis(TypedDict):
     """What analysis.analyze() computes from the measured renderings: the report's blocks, as it writes them."""
 
     counts: Counts
+    calls: NotRequired[CallReading]  # absent in a report written before the per-call reading
     primitives: dict[str, PrimitiveRow]
     by_family: dict[str, GroupRow]
     by_representation: dict[str, GroupRow]
@@ -264,6 +303,12 @@ class Analysis(TypedDict):
     readout: dict[str, Readout]
     readout_recalibrated: dict[str, RecalibratedReadout]
     calibration: dict[str, CalibrationRow]
+    # Why it reads so (docs/statistics.md §8). Absent from reports written before they existed (a saved baseline may
+    # be one): readers use .get().
+    decomposition: NotRequired[dict[str, Decomposition]]
+    reliability: NotRequired[dict[str, Reliability]]
+    repeat_noise: NotRequired[dict[str, RepeatNoise]]
+    recalibrated: NotRequired[dict[str, HeldOutMap]]
     items: list[Item]
 
 
@@ -281,6 +326,7 @@ class ReportDocument(Analysis):
     shard: NotRequired[ShardBlock]
     comparison: NotRequired[Comparison]
     sequential: NotRequired[SequentialBlock]
+    recalibration: NotRequired[MapUsed]  # only in a run replayed through a map (--sys1cal-recalibration)
 
 
 def report_document(
@@ -415,6 +461,11 @@ def dataset_sha(report: ReportDocument) -> str | None:
 def model_source(report: ReportDocument) -> str | None:
     """How the report's answers were obtained: "recorded", or "reconstructed" from published outputs."""
     return report["model"].get("source")
+
+
+def averaged_calls(report: ReportDocument) -> int:
+    """How many calls each rendering's value in a report averages: samples × calls averaged into each sample."""
+    return int(report.get("repeats") or 1) * int(report.get("repeats_per_answer") or 1)
 
 
 def model_and_version(model: ModelBlock) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 from .document_sequential import SequentialStanding
+from .document_why import CellTests, Why, WorstRendering
 
 
 class Design(TypedDict):
@@ -37,7 +38,8 @@ class Advice(TypedDict):
 
 
 class GroupDifference(TypedDict):
-    """Δ of one family, descriptive (docs/statistics.md §6.5)."""
+    """Δ of one family or representation (docs/statistics.md §6.5): its interval descriptive, its mark a
+    Benjamini–Hochberg discovery (analysis/cells.py; absent from reports written before the cells were tested)."""
 
     n: int
     latent_problems: int
@@ -48,6 +50,11 @@ class GroupDifference(TypedDict):
     ci: list[float] | None
     level: float
     resamples: int
+    rest: NotRequired[float | None]
+    p_value: NotRequired[float | None]
+    q_value: NotRequired[float | None]
+    regressed: NotRequired[bool]
+    worst: NotRequired[list[WorstRendering]]
 
 
 class UpgradeMetric(TypedDict):
@@ -71,6 +78,7 @@ class UpgradeMetric(TypedDict):
     p_noninferior: NotRequired[float]
     p_worse: NotRequired[float]
     by_family: NotRequired[dict[str, GroupDifference] | None]
+    by_representation: NotRequired[dict[str, GroupDifference] | None]
     lower: NotRequired[float]
     lower_level: NotRequired[float]
     upper: NotRequired[float]
@@ -82,6 +90,7 @@ class UpgradeMetric(TypedDict):
     sigma_delta: NotRequired[float | None]
     design: NotRequired[Design]
     advice: NotRequired[Advice]
+    why: NotRequired[Why]
     sequential: NotRequired[SequentialStanding]  # a row judged in rounds (gates/upgrade_sequential.py)
 
 
@@ -93,11 +102,13 @@ class UpgradeResult(TypedDict):
     only_in_baseline: int
     latent_problems: int
     repeats: int
+    reading: str  # "mean" or "call": what each rendering's OVL was read from (docs/statistics.md §6.1)
     alpha: float
     correction: str
     resamples: int
     seed: int
     power: float
+    cells: CellTests
     metrics: dict[str, UpgradeMetric]
 
 
@@ -130,19 +141,23 @@ class UpgradeDetails(UpgradeMetric):
     only_in_new: int
     only_in_baseline: int
     repeats: int
+    reading: NotRequired[str]  # absent in a report written before the per-call reading: "mean"
     resamples: int
     seed: int
+    cells: NotRequired[CellTests]
 
 
 # ---------------------------------------------------------------------------------------------- the comparison block
 
 
 class ComparedSide(TypedDict):
-    """One side of the upgrade comparison: the model, its version and its cassettes' source."""
+    """One side of the upgrade comparison: the model, its version and its cassettes' source; ``model_id`` the id
+    sent to the server, where the version was recorded under one of its own (``--sys1cal-model-id``)."""
 
     model: str
     version: str
     source: str | None
+    model_id: NotRequired[str]
 
 
 class BaselineSide(ComparedSide):
@@ -155,9 +170,19 @@ class BaselineSide(ComparedSide):
     location: str
 
 
+class ChanceSpread(TypedDict):
+    """How large one rendering's D_i gets by chance alone (analysis/rendering_moves.py, docs/statistics.md §6.7)."""
+
+    sd: float
+    lowest: float
+    n: int
+    basis: str
+
+
 class PrimitiveComparison(TypedDict, total=False):
     """The upgrade gate's row of one primitive, the numbers a reviewer reads: Δ̂ with its one-sided bounds (at
-    their Holm levels) and the margins it was held to (``reason`` when it was not compared)."""
+    their Holm levels), the bootstrap p-values Holm's step-down read, the margins it was held to (``reason``
+    when it was not compared) and the scale of chance of one rendering's D_i."""
 
     verdict: str
     n: int
@@ -168,10 +193,14 @@ class PrimitiveComparison(TypedDict, total=False):
     lower_level: float
     upper: float
     upper_level: float
+    p_noninferior: float
+    p_worse: float
     margin: float
     fail_margin: float
     tolerated: bool
+    why: Why
     reason: str
+    chance: ChanceSpread
 
 
 class AbsoluteGates(TypedDict):
@@ -203,10 +232,25 @@ class MovedRendering(RenderingMove):
     node_id: str | None
 
 
+class ReadingVerdict(TypedDict):
+    """The upgrade comparison under the reading that did not decide (``comparison.other_reading``): its verdict
+    and each primitive's, or ``reason`` when it could not be made (means of another number of calls)."""
+
+    reading: str
+    label: str
+    verdict: str
+    summary: str
+    primitives: NotRequired[dict[str, PrimitiveComparison]]
+    reason: NotRequired[str]
+
+
 class Comparison(TypedDict):
     """The top-level ``comparison`` block: present only when a baseline was in force (gates/upgrade_verdict.py)."""
 
     headline: str
+    reading: NotRequired[str]  # the reading that decided, "mean" or "call" (absent: written before it, "mean")
+    reading_label: NotRequired[str]  # as the headline names it: "per call", "10-call mean"
+    other_reading: NotRequired[ReadingVerdict]
     summary: str
     verdict: str
     baseline: BaselineSide
@@ -215,3 +259,4 @@ class Comparison(TypedDict):
     primitives: dict[str, PrimitiveComparison]
     absolute_gates: AbsoluteGates
     renderings: list[MovedRendering]
+    cells: NotRequired[CellTests]  # absent from reports written before the cells were tested

@@ -7,16 +7,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from .dataset import Dataset
-from .document import Counts, Interrupted, ReportDocument, ShardBlock, report_document
+from .document import Counts, Interrupted, Measured, ModelBlock, ReportDocument, ShardBlock, report_document
 from .document_sequential import SequentialBlock
+from .document_why import MapUsed
 from .escape import quoted
 from .gates.rows import GateRow, GateSummary, Outcome, summarize
 from .gates.schema import Thresholds, UpgradeConfig
 from .gates.upgrade_margins import upgrade_notices
 from .gates.upgrade_sequential import SequentialFacts
+from .recalibration_map import RecalibrationMap, map_notice
 from .results import ResultRow, analysis_rows
+from .vocabulary import MEAN_READING
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,20 @@ class RunFacts:
     # (session/gate_advice.py words it; it names no output of this run, so the report stays the same wherever
     # it is written).
     write_gates: str | None = None
+    # --sys1cal-recalibration: every mapped answer goes through this map before the analysis (recalibration_map.py).
+    recalibration: RecalibrationMap | None = None
     # A run of one shard (--sys1cal-shard): the report's ``shard`` block; such a run gates nothing.
     shard: ShardBlock | None = None
     # The upgrade gate recorded in rounds (--sys1cal-sequential, or a folder recorded so): its design and costs.
     sequential: SequentialFacts | None = None
+    # The model id sent to the server and pinned, where it is not the version (--sys1cal-model-id); None: the
+    # version is the id.
+    model_id: str | None = None
+
+    @property
+    def pinned(self) -> str:
+        """The model id the server is expected to report answering as."""
+        return self.model_id or self.version
 
 
 @dataclass(frozen=True)
@@ -101,19 +115,23 @@ def build_report(
     # The rows' samples too are parsed with the collector paused (analysis.collector_paused says why).
     with collector_paused():
         analysis = analyze(
-            analysis_rows(rows, dataset),
+            _mapped(facts, analysis_rows(rows, dataset)),
             seed=facts.seed,
             bootstrap=facts.bootstrap,
             recalibration_splits=facts.recalibration_splits,
+            repeats_per_answer=facts.repeats_per_answer,
             **options,
         )
+    model: ModelBlock = {
+        "name": facts.model,
+        "version": facts.version,
+        "source": facts.source,
+        "server_model": facts.server_model,
+    }
+    if facts.model_id and facts.model_id != facts.version:  # only then: a report of today's runs is unchanged
+        model["model_id"] = facts.model_id
     data = report_document(
-        model={
-            "name": facts.model,
-            "version": facts.version,
-            "source": facts.source,
-            "server_model": facts.server_model,
-        },
+        model=model,
         dataset={
             "name": dataset.name,
             "sha256": dataset.sha256,
@@ -125,6 +143,8 @@ def build_report(
         seed=facts.seed,
         analysis=analysis,
     )
+    if facts.recalibration is not None:  # only then: a report of the raw answers is unchanged
+        data["recalibration"] = cast(MapUsed, facts.recalibration.describe())
     interrupted = interruption(facts, data["counts"])
     if interrupted is not None:  # only then: the report of a run that went through its selection is unchanged
         data["interrupted"] = interrupted
@@ -132,14 +152,51 @@ def build_report(
         data["shard"] = facts.shard
     gates = _gates(data, len(dataset.renderings), thresholds, baseline, facts)
     data["gates"] = [gate.to_json() for gate in gates]
+    notices = _notices(facts, thresholds, baseline, gates)
     if baseline is not None:  # only then: a report without a baseline is unchanged
-        from .gates.upgrade_verdict import comparison_block
-
-        data["comparison"] = comparison_block(
-            data, gates, baseline.report, origin=baseline.origin, location=baseline.location, node_ids=node_ids
-        )
-    data["notices"] = _notices(facts, thresholds, baseline, gates)
+        notices += _comparison(data, gates, thresholds, baseline, facts.seed, node_ids)
+    data["notices"] = notices
     return Report.of(data, gates)
+
+
+def _mapped(facts: RunFacts, items: list[Measured]) -> list[Measured]:
+    """The rows' answers through the recalibration map of --sys1cal-recalibration (recalibration_map.py), if any."""
+    if facts.recalibration is None:
+        return items
+    return [{**item, "samples": facts.recalibration.apply(item["samples"])} for item in items]
+
+
+def _comparison(
+    data: ReportDocument,
+    gates: Sequence[GateRow],
+    thresholds: Thresholds | None,
+    baseline: Baseline,
+    seed: int,
+    node_ids: Mapping[str, str] | None,
+) -> list[str]:
+    """The report's ``comparison`` block, with the upgrade comparison under the reading that did not decide;
+    the notice when the two readings disagree."""
+    from .gates.upgrade import other_reading
+    from .gates.upgrade_verdict import comparison_block, disagreement
+
+    config = thresholds.regression if thresholds else None
+    other = other_reading(config, data, baseline.report, seed, _reading(thresholds)) if gates else None
+    data["comparison"] = comparison_block(
+        data,
+        gates,
+        baseline.report,
+        origin=baseline.origin,
+        location=baseline.location,
+        node_ids=node_ids,
+        other=other,
+    )
+    differ = disagreement(data["comparison"])
+    return [differ] if differ else []
+
+
+def _reading(thresholds: Thresholds | None) -> str:
+    """The reading that decides this run's gates: thresholds.yaml's, else the repeat mean (the default)."""
+    return thresholds.reading.value if thresholds else MEAN_READING
 
 
 def _gates(
@@ -154,14 +211,21 @@ def _gates(
     from .gates.upgrade_sequential import evaluate_sequential
 
     rows: list[GateRow] = []
-    if baseline is not None:
+    if baseline is not None and facts.sequential is not None:  # judged in rounds (read as repeat means)
         config = thresholds.regression if thresholds else UpgradeConfig()
-        if facts.sequential is not None:
-            rows, data["sequential"] = evaluate_sequential(
-                config, data, baseline.report, facts.sequential, seed=facts.seed, baseline_name=baseline.name
-            )
-        else:
-            rows = evaluate_upgrade(config, data, baseline.report, seed=facts.seed, baseline_name=baseline.name)
+        rows, data["sequential"] = evaluate_sequential(
+            config, data, baseline.report, facts.sequential, seed=facts.seed, baseline_name=baseline.name
+        )
+    elif baseline is not None:
+        rows = evaluate_upgrade(
+            thresholds.regression if thresholds else None,
+            data,
+            baseline.report,
+            seed=facts.seed,
+            baseline_name=baseline.name,
+            reading=_reading(thresholds),
+            splits=facts.recalibration_splits,
+        )
     partial = partial_run(data["counts"], total, data.get("interrupted"), data.get("shard"), data.get("sequential"))
     gates = evaluate(thresholds, data) if thresholds is not None else []
     gates = not_applicable(gates, partial) if partial else unmeasured_fails(gates)
@@ -227,9 +291,11 @@ def _notices(
 ) -> list[str]:
     """What the user must know about this run's inputs, said in the terminal, the summary and the report."""
     notices = []
-    if facts.server_model and facts.server_model != facts.version:
+    if facts.recalibration is not None:
+        notices.append(map_notice(facts.recalibration, facts.model, facts.version))
+    if facts.server_model and facts.server_model != facts.pinned:
         notices.append(  # the server's words quoted as such (escape.py), each renderer escapes them in turn
-            f"the server reported model {quoted(facts.server_model)}, not the pinned {facts.version}: these answers are "
+            f"the server reported model {quoted(facts.server_model)}, not the pinned {facts.pinned}: these answers are "
             f"filed under {facts.version}"
         )
     only = "only the upgrade comparison gates this run" if baseline is not None else "this run gates nothing"

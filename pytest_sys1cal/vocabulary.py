@@ -27,6 +27,20 @@ class Verdict(StrEnum):
     NOT_APPLICABLE = "not applicable"
 
 
+# thresholds.yaml's `reading`: which reading of each primitive's answers decides the gates. "mean": the OVL of each
+# rendering's mean over its calls (the paper's protocol, Table 1); "call": the mean over its calls of each call's
+# OVL, what one request to the service gets (analysis/calls.py, docs/statistics.md §1.6).
+READINGS = ("mean", "call")
+MEAN_READING, CALL_READING = READINGS
+
+
+def reading_label(reading: str, averaged: int) -> str:
+    """A reading as the verdict names it: "per call", or "10-call mean" (`averaged`: calls behind each mean)."""
+    if reading == CALL_READING:
+        return "per call"
+    return f"{averaged}-call mean" if averaged > 1 else "single-call mean"
+
+
 # vcrpy's record modes, in the order of how much they send.
 RECORD_MODES = ("none", "once", "new_episodes", "all")
 
@@ -34,4 +48,5 @@ REPORT_SCHEMA = "sys1cal-report/1"
 MANIFEST_SCHEMA = "sys1cal-cassettes/1"
 SHARD_SCHEMA = "sys1cal-shard/1"  # a shard's shard.json (store/shard_manifest.py)
 TREND_SCHEMA = "sys1cal-trend/1"
+MAP_SCHEMA = "sys1cal-recalibration/1"  # a recalibration map (recalibration_map.py)
 REPLAY_CACHE_SCHEMA = 1  # the format of a replay cache entry (store/replay_cache.py)

@@ -1,7 +1,9 @@
 """Coverage of the latent bootstrap's intervals, and how far the one-step warm start moves them.
 
     python scripts/bootstrap_coverage.py [--datasets 400] [--problems 600] [--per 4] [--resamples 500]
-                                         [--truth 0.6,1.5,2.0] [--seed 0]
+                                         [--truth 0.6,1.5,2.0] [--seed 0] [--record FILE]
+    python scripts/bootstrap_coverage.py --from-record FILE
+    python scripts/bootstrap_coverage.py --only K,K,... [the run's arguments]
 
 Simulates datasets from the latent model with the structure of a run (docs/statistics.md §2.2): J latent
 problems, each with a centre μ_j ~ U(0.05, 0.95) and `--per` renderings at μ = μ_j + N(0, 0.03²) (clipped
@@ -21,15 +23,27 @@ with 500 or more latent problems). Printed:
   SD of the percentile over 200 seeded resamplings of the B bootstrap values): the median and the largest
   over all datasets, and how many endpoints moved at all.
 
-Seeded throughout: the same arguments print the same numbers. About 0.2 s per dataset at the defaults.
+Seeded throughout: the same arguments print the same numbers. About 1 s per dataset at the defaults.
+
+Each dataset's outcome is one line of numbers (its index, then per quantity the old and new interval and the
+two endpoints' Monte Carlo errors, every float exactly as computed), from which everything printed follows.
+`--record FILE` writes those lines (the arguments first) when the run ends; `--from-record FILE` prints the summary
+of a recorded run again from its lines alone, by the same code, without simulating; `--only K,K,...` re-runs
+just those datasets of the run its other arguments name (the ones before them simulated, for the random
+stream, but not bootstrapped) and prints their lines. So the documented run's record,
+scripts/bootstrap_coverage_400.tsv, can be checked in seconds: its summary is the table in the docs, and any
+of its lines is what the simulation gives (tests/analysis/test_bootstrap_coverage.py re-runs a sample).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -43,6 +57,10 @@ LEVEL = 0.95
 # Resamplings of the B bootstrap values that estimate a percentile's own Monte Carlo error.
 MC_RESAMPLINGS = 200
 QUANTITIES = {"u_max": peak_mass, "lambda": lambda params: params[:, 0]}
+METHODS = {"old": "refits started at the point fit", "new": "refits started one step from it"}
+# One dataset's line: its index, then per quantity: old low, old high, new low, new high, and the MC errors of
+# the old interval's two endpoints.
+PER_QUANTITY = 6
 
 
 def simulate(truth: LatentFit, problems: int, per: int, rng: np.random.Generator) -> LatentData:
@@ -61,7 +79,7 @@ def percentile_mc_error(values: np.ndarray, rng: np.random.Generator) -> np.ndar
     return np.std(np.percentile(values[draws], [tail, 100 - tail], axis=1), axis=1, ddof=1)
 
 
-def main() -> int:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=400, help="simulated datasets (default 400)")
     parser.add_argument("--problems", type=int, default=600, help="latent problems per dataset (default 600)")
@@ -69,48 +87,125 @@ def main() -> int:
     parser.add_argument("--resamples", type=int, default=500, help="bootstrap resamples (the run's default)")
     parser.add_argument("--truth", default="0.6,1.5,2.0", help="true λ,α,β (default 0.6,1.5,2.0)")
     parser.add_argument("--seed", type=int, default=0)
-    options = parser.parse_args()
+    parser.add_argument("--record", type=Path, help="write each dataset's line to this file")
+    parser.add_argument("--from-record", type=Path, help="print the summary of the run recorded in this file")
+    parser.add_argument("--only", help="re-run only these datasets (0-based, comma-separated); print their lines")
+    return parser.parse_args(argv)
+
+
+def arguments(options: argparse.Namespace) -> str:
+    """The arguments that decide a run's numbers, as a command line (a record's first line)."""
+    return (
+        f"--datasets {options.datasets} --problems {options.problems} --per {options.per} "
+        f"--resamples {options.resamples} --truth {options.truth} --seed {options.seed}"
+    )
+
+
+def outcome(k: int, data: LatentData, options: argparse.Namespace, rng: np.random.Generator) -> list[float]:
+    """Dataset k's line: both bootstraps on the same seeded resamples, each quantity's two intervals and the
+    old endpoints' Monte Carlo errors (drawn from `rng`, in the order `skip` draws them)."""
+    fit = data.fit
+    assert fit is not None
+    old = bootstrap_fits(data, fit, options.seed + k, options.resamples, one_step=False)
+    new = bootstrap_fits(data, fit, options.seed + k, options.resamples, one_step=True)
+    line: list[float] = [k]
+    for of in QUANTITIES.values():
+        line += percentile_interval(of(old), LEVEL) + percentile_interval(of(new), LEVEL)
+        line += percentile_mc_error(of(old), rng).tolist()
+    return line
+
+
+def skip(options: argparse.Namespace, rng: np.random.Generator) -> None:
+    """Draw from `rng` exactly what `outcome` draws, without bootstrapping (for --only)."""
+    for _ in QUANTITIES:
+        rng.integers(0, options.resamples, size=(MC_RESAMPLINGS, options.resamples))
+
+
+def outcomes(options: argparse.Namespace, only: set[int] | None) -> Iterator[list[float]]:
+    """Each fitted dataset's line in order (with `only`, just those datasets'), simulated from one seeded
+    stream: dataset k's numbers depend on the k before it, so the ones skipped are still simulated."""
     truth = LatentFit(*(float(v) for v in options.truth.split(",")))
-    truths = {"u_max": truth.u_max, "lambda": truth.lam}
     rng = np.random.default_rng(options.seed)
-    covered = {(name, method): 0 for name in QUANTITIES for method in ("old", "new")}
-    shifts: list[float] = []  # |new − old| / MC error, every endpoint
-    moved = 0
-    fitted = 0
-    started = time.perf_counter()
-    for k in range(options.datasets):
+    last = options.datasets if only is None else min(options.datasets, max(only, default=-1) + 1)
+    for k in range(last):
         data = simulate(truth, options.problems, options.per, rng)
         if data.fit is None:
             continue
-        fitted += 1
-        old = bootstrap_fits(data, data.fit, options.seed + k, options.resamples, one_step=False)
-        new = bootstrap_fits(data, data.fit, options.seed + k, options.resamples, one_step=True)
-        for name, of in QUANTITIES.items():
-            intervals = {"old": percentile_interval(of(old), LEVEL), "new": percentile_interval(of(new), LEVEL)}
+        if only is None or k in only:
+            yield outcome(k, data, options, rng)
+        else:
+            skip(options, rng)
+
+
+def summarise(lines: list[list[float]], options: argparse.Namespace, seconds: float, out: TextIO) -> None:
+    """What a run prints, from its datasets' lines alone (a fresh run and --from-record share it)."""
+    truth = LatentFit(*(float(v) for v in options.truth.split(",")))
+    truths = {"u_max": truth.u_max, "lambda": truth.lam}
+    fitted = len(lines)
+    covered = {(name, method): 0 for name in QUANTITIES for method in METHODS}
+    shifts: list[float] = []  # |new − old| / MC error, every endpoint
+    moved = 0
+    for line in lines:
+        for q, name in enumerate(QUANTITIES):
+            old_low, old_high, new_low, new_high, *error = line[1 + q * PER_QUANTITY : 1 + (q + 1) * PER_QUANTITY]
+            intervals = {"old": (old_low, old_high), "new": (new_low, new_high)}
             for method, (low, high) in intervals.items():
                 covered[name, method] += int(low <= truths[name] <= high)
-            error = percentile_mc_error(of(old), rng)
             difference = np.abs(np.subtract(intervals["new"], intervals["old"]))
             moved += int(np.count_nonzero(difference))
-            shifts += (difference / np.where(error > 0, error, np.inf)).tolist()
-    seconds = time.perf_counter() - started
+            shifts += (difference / np.where(np.asarray(error) > 0, error, np.inf)).tolist()
     print(
         f"{fitted} simulated datasets (of {options.datasets}; seed {options.seed}): {options.problems} latent "
         f"problems × {options.per} renderings, truth λ, α, β = {truth.lam:g}, {truth.alpha:g}, {truth.beta:g} "
-        f"(u_max {truth.u_max:.4f}), {options.resamples} resamples each; {seconds:.0f} s"
+        f"(u_max {truth.u_max:.4f}), {options.resamples} resamples each; {seconds:.0f} s",
+        file=out,
     )
-    print(f"{'quantity':<8} {'method':<34} {'nominal':>7} {'achieved':>8} {'MC s.e.':>7}")
-    labels = {"old": "refits started at the point fit", "new": "refits started one step from it"}
+    print(f"{'quantity':<8} {'method':<34} {'nominal':>7} {'achieved':>8} {'MC s.e.':>7}", file=out)
     for name in QUANTITIES:
-        for method in ("old", "new"):
+        for method, label in METHODS.items():
             p = covered[name, method] / max(fitted, 1)
             se = np.sqrt(p * (1 - p) / max(fitted, 1))
-            print(f"{name:<8} {labels[method]:<34} {LEVEL:>7.3f} {p:>8.3f} {se:>7.3f}")
+            print(f"{name:<8} {label:<34} {LEVEL:>7.3f} {p:>8.3f} {se:>7.3f}", file=out)
     ratios = np.asarray(shifts)
     print(
         f"interval endpoints, new − old: {moved} of {ratios.size} moved at all; |new − old| / the endpoint's "
-        f"Monte Carlo error: median {np.median(ratios):.2e}, largest {ratios.max():.2e}"
+        f"Monte Carlo error: median {np.median(ratios):.2e}, largest {ratios.max():.2e}",
+        file=out,
     )
+
+
+def text(line: list[float]) -> str:
+    """A dataset's line as written: the index, then every float by repr (read back bit for bit)."""
+    return "\t".join([str(int(line[0])), *(repr(float(v)) for v in line[1:])])
+
+
+def read_record(path: Path) -> tuple[argparse.Namespace, float, list[list[float]]]:
+    """A record's run arguments, its seconds and its datasets' lines."""
+    header, *rows = path.read_text(encoding="utf-8").splitlines()
+    command, _, seconds = header.removeprefix("# ").rpartition("; ")
+    lines = [[float(v) for v in row.split("\t")] for row in rows if row and not row.startswith("#")]
+    return parse(shlex.split(command)), float(seconds.removesuffix(" s")), lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse(argv)
+    if options.from_record is not None:
+        recorded, seconds, lines = read_record(options.from_record)
+        summarise(lines, recorded, seconds, sys.stdout)
+        return 0
+    if options.only is not None:
+        for line in outcomes(options, {int(k) for k in options.only.split(",")}):
+            print(text(line))
+        return 0
+    started = time.perf_counter()
+    lines = []
+    for line in outcomes(options, None):
+        lines.append(line)
+    seconds = time.perf_counter() - started
+    if options.record is not None:
+        body = "".join(text(line) + "\n" for line in lines)
+        options.record.write_text(f"# {arguments(options)}; {seconds:.0f} s\n{body}", encoding="utf-8")
+    summarise(lines, options, seconds, sys.stdout)
     return 0
 
 

@@ -3,7 +3,7 @@
 distribution, filed under another version so that it replays beside the original.
 
     folder = degrade(REPO / "cassettes" / "jev" / "jev-1.13.0", tmp_path / "cassettes", "jev-1.14.0")
-    pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={tmp_path / 'cassettes'}", "--sys1cal-model-version=jev-1.14.0")
+    sys1cal(pytester, f"--sys1cal-cassettes={tmp_path / 'cassettes'}", "--sys1cal-model-version=jev-1.14.0")
 
 With weight w every probability moves w of the way to uniform: Noul p → (1 − w)·p + w/2 (so (p + 0.5)/2 at
 w = 0.5), each Choice option (both orders, when asked) → (1 − w)·q + w/2, each Score level → (1 − w)·q + w/10.

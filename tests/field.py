@@ -10,10 +10,6 @@ from pathlib import Path
 
 from pytest_sys1cal.dataset import Rendering, load_dataset
 
-REPO = Path(__file__).resolve().parent.parent
-CASSETTES = REPO / "cassettes"
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
-
 
 def subset(path: Path, count: int, start: int = 0) -> list[Rendering]:
     """`count` renderings of the bundled dataset (from `start`), as a dataset file of their own at `path`."""

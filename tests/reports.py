@@ -8,10 +8,10 @@ import copy
 import json
 import math
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-GOLDEN = Path(__file__).parent / "golden"
+from tests.runs import GOLDEN
+
 # How far a pinned report's floats may move between machines and library versions (tests/test_golden_reports.py).
 RELATIVE, ABSOLUTE = 1e-9, 1e-12
 # (family, sample key, share of the way to p*) moved in the baseline: there it is better, so the bundled

@@ -6,29 +6,37 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from pytest_sys1cal.bundled import reference_cassettes
 from tests.reports import differences
+from tests.runs import REAL_ANALYSIS, REPO, sys1cal
 
-REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "jev-report.json"
 
 
+def header_of(result: pytest.RunResult) -> str:
+    """The run's header: its three short `sys1cal:` lines, joined."""
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("sys1cal: model"))
+    assert all(len(line) <= 160 for line in lines[start : start + 3]), lines[start : start + 3]
+    return " ".join(lines[start : start + 3])
+
+
 def main_job(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--sys1cal", "--model", "jev", "-p", "no:cacheprovider", *args)
+    return sys1cal(pytester, "--model", "jev", *args)
 
 
 def test_an_empty_project_replays_the_bundled_reference_with_the_shipped_gates(pytester: pytest.Pytester) -> None:
     report = pytester.path / "report.json"
-    result = main_job(pytester, f"--sys1cal-report={report}")
+    result = main_job(pytester, f"--sys1cal-report={report}", *REAL_ANALYSIS)  # compared with the pinned report
     assert result.ret == pytest.ExitCode.OK
-    header = next(line for line in result.stdout.lines if line.startswith("sys1cal: model"))
+    header = header_of(result)
     assert "(bundled reference cassettes, reconstructed, 1 repeat, each answer the mean of 10)" in header
-    assert f"cassettes {reference_cassettes() / 'jev' / 'jev-1.13.0'};" in header
-    assert "thresholds.yaml: jev + jev[jev-1.13.0] (19 gates)" in header
+    assert "cassettes pytest-sys1cal's bundled reference set;" in header
+    assert str(reference_cassettes()) not in header  # the installation's path is no business of the header
+    assert "thresholds pytest-sys1cal's shipped thresholds.yaml: jev + jev[jev-1.13.0] (19 gates)" in header
     # The same numbers (within the golden reports' tolerance) and gates as this repository's own run.
     assert not differences(json.loads(report.read_text()), json.loads(GOLDEN.read_text()))
     assert not (pytester.path / "cassettes").exists()
@@ -48,8 +56,9 @@ def test_the_projects_own_folder_wins(pytester: pytest.Pytester) -> None:
     (own / "manifest.json").write_text(json.dumps({**manifest, "note": "the project's own copy"}))
     result = main_job(pytester)
     assert result.ret == pytest.ExitCode.OK
-    header = next(line for line in result.stdout.lines if line.startswith("sys1cal: model"))
-    assert "(reconstructed cassettes," in header and f"cassettes {own};" in header
+    header = header_of(result)
+    assert "(reconstructed cassettes," in header and "cassettes cassettes/jev/jev-1.13.0;" in header
+    assert str(pytester.path) not in header  # paths as typed from where pytest ran
     assert "thresholds none (no thresholds.yaml)" in header  # the shipped gates go with the bundled set only
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_sys1cal.dataset import DatasetError, load_dataset
+from tests.runs import REPO, sys1cal
 
-REPO = Path(__file__).resolve().parent.parent
 PARALLEL = REPO / "fixtures" / "sys1cal-v1" / "v0.1.0_tiny_cleanvars_parallel_primitives.jsonl"
 BINARY = REPO / "fixtures" / "sys1cal-v1" / "v0.1.0_tiny_cleanvars_binary.jsonl"
 
@@ -149,7 +149,7 @@ def test_a_byte_that_is_not_utf8_is_refused_with_its_line_and_offsets(tmp_path: 
 def test_a_dataset_that_is_not_utf8_is_one_usage_error(pytester: pytest.Pytester, tmp_path: Path) -> None:
     path = tmp_path / "latin1.jsonl"
     path.write_bytes(PARALLEL.read_bytes().replace(b"bayes", b"bay\xe9s", 1))
-    result = pytester.runpytest("--sys1cal", f"--sys1cal-dataset={path}", "--co")
+    result = sys1cal(pytester, f"--sys1cal-dataset={path}", "--co")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [f"ERROR: {path}:*: byte 0xe9 at byte offset * is not UTF-8 *; save the file as UTF-8*"]

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.runs import REPO
+
 DOCS = REPO / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 DOCUMENTS = [REPO / "README.md", *PAGES]

@@ -22,15 +22,11 @@ import pytest
 
 from pytest_sys1cal.dataset import load_dataset
 from tests.loopback import Behaviour, LoopbackServer
+from tests.runs import REPO, run, sys1cal
 
-REPO = Path(__file__).resolve().parent.parent
 JEV = REPO / "cassettes" / "jev" / "jev-1.13.0"
 SEMIF = REPO / "cassettes" / "semif" / "smollm2-135m-instruct-q4_1"
 SUBSET = "frequency__seed_000042"  # six renderings of one latent problem
-
-
-def sys1cal(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--sys1cal", "-p", "no:cacheprovider", *args)
 
 
 def output(result: pytest.RunResult) -> str:
@@ -296,7 +292,7 @@ def test_the_printed_record_command_carries_the_runs_options_and_works_as_printe
         assert option in command, (option, command)
     # Followed as printed, it records exactly the missing cassette, and replay passes again.
     assert command[0] == "pytest"
-    assert pytester.runpytest(*command[1:], "-p", "no:cacheprovider").ret == pytest.ExitCode.OK
+    assert run(pytester, *command[1:]).ret == pytest.ExitCode.OK
     assert missing.is_file()
     assert sys1cal(pytester, "--model=systemone", f"--sys1cal-cassettes={root}", "-k", SUBSET).ret == 0
 
@@ -474,7 +470,7 @@ def test_a_broken_dataset_line_reads_as_one_sentence(pytester: pytest.Pytester, 
 @pytest.mark.parametrize("args", [["--model=jev"], ["--sys1cal-model=jev"], ["--sys1cal-seed=3"]])
 def test_benchmark_options_without_sys1cal_are_refused(pytester: pytest.Pytester, args: list[str]) -> None:
     pytester.makepyfile("def test_mine(): pass")
-    result = pytester.runpytest(*args, "-p", "no:cacheprovider")
+    result = run(pytester, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "given without --sys1cal, so the benchmark would not run; add --sys1cal" in output(result)
     assert args[0].split("=")[0] in output(result)
@@ -511,12 +507,12 @@ def test_the_documented_upgrade_flow_works_verbatim_against_a_jev_wire_server(
     reference = snapshot(pytester.path / "cassettes" / "jev" / "jev-1.13.0")
     reports = {"version": tmp_path / "by-version.json", "report": tmp_path / "by-report.json"}
     with jevcompat.Running(jevcompat.MockConfig()) as mock:
-        made = pytester.runpytest(*record[1:], f"--sys1cal-base-url={mock.url}", "-p", "no:cacheprovider")
+        made = run(pytester, *record[1:], f"--sys1cal-base-url={mock.url}")
     made.stdout.fnmatch_lines(["*recording 365 of 365 renderings*", "*3,650 requests (10 repeats)*"])
     assert made.ret == pytest.ExitCode.TESTS_FAILED  # recorded; the mock's hashes fail the threshold floors
     assert_clean(made)
     # Replays only from here on: no server is running.
-    compared = pytester.runpytest(*by_version[1:], f"--sys1cal-report={reports['version']}", "-p", "no:cacheprovider")
+    compared = run(pytester, *by_version[1:], f"--sys1cal-report={reports['version']}")
     compared.stdout.fnmatch_lines(
         [
             "jev jev-1.14.0 (recorded cassettes, 10 repeats) on sys1cal-v1: 365 of 365 selected renderings measured*",
@@ -524,15 +520,15 @@ def test_the_documented_upgrade_flow_works_verbatim_against_a_jev_wire_server(
             "Upgrade comparison against the baseline jev-1.13.0 (paired by rendering)",
             "Noul mean OVL *0.9183*",
             "*Regression margins: δ 0.02 (passes within), δ₀ 0.01 (fails beyond), α 0.05, inconclusive: fail; "
-            f"from {pytester.path / 'thresholds.yaml'}, jev.regression",
+            "from thresholds.yaml, jev.regression",  # as typed from where pytest ran
         ]
     )
     # The mock's answers are hashes, not probabilities: the comparison shows the drop, and the gate fails.
     assert compared.ret == pytest.ExitCode.TESTS_FAILED
     assert "regression.noul.mean_ovl" in compared.stdout.str()
     assert_clean(compared)
-    assert pytester.runpytest(*save[1:], "-p", "no:cacheprovider").ret == pytest.ExitCode.OK
-    saved = pytester.runpytest(*by_report[1:], f"--sys1cal-report={reports['report']}", "-p", "no:cacheprovider")
+    assert run(pytester, *save[1:]).ret == pytest.ExitCode.OK
+    saved = run(pytester, *by_report[1:], f"--sys1cal-report={reports['report']}")
     assert saved.ret == pytest.ExitCode.TESTS_FAILED
     rows = {form: [g for g in json.loads(path.read_text())["gates"] if g["name"].startswith("regression.")]
             for form, path in reports.items()}  # fmt: skip

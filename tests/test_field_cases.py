@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from pytest_sys1cal.dataset import load_dataset
-from tests.field import CASSETTES, QUIET, environ, subset, tree_hashes
+from tests.field import environ, subset, tree_hashes
 from tests.loopback import LoopbackServer
+from tests.runs import CASSETTES, sys1cal
 
 JEV = CASSETTES / "jev" / "jev-1.13.0"
 GOLDEN = Path(__file__).resolve().parent / "golden" / "jev-report.json"
@@ -67,10 +68,7 @@ def test_recording_into_a_read_only_folder_is_one_line_before_anything_is_sent(
     if which == "model":
         version.rmdir()
     with LoopbackServer.for_renderings(renderings) as server, read_only(locked):
-        result = pytester.runpytest(
-            "--sys1cal", "--sys1cal-model=systemone", "--sys1cal-model-version=v1", f"--sys1cal-base-url={server.url}",
-            f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once", *QUIET,
-        )  # fmt: skip
+        result = sys1cal(pytester, "--sys1cal-model=systemone", "--sys1cal-model-version=v1", f"--sys1cal-base-url={server.url}", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once")  # fmt: skip
         asked = server.requests
     line = one_error_line(result)
     assert line.startswith(f"ERROR: {version}: cannot record into it: no file can be created in {locked} (")
@@ -118,7 +116,7 @@ def test_a_folder_of_lfs_pointers_is_named_once_with_git_lfs_pull(pytester: pyte
     for index, path in enumerate(sorted(folder.glob("*/*.json"))):
         path.write_text(POINTER.format(f"{index:064x}"), encoding="utf-8")
     before = tree_hashes(tmp_path)
-    result = pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", *QUIET)
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}")
     line = one_error_line(result)
     assert line.startswith(f"ERROR: {folder}: 365 of 365 cassettes are Git LFS pointers, not the recorded files ")
     assert "run git lfs pull in the repository" in line
@@ -131,7 +129,7 @@ def test_one_lfs_pointer_among_cassettes_says_so_in_its_line(pytester: pytest.Py
     shutil.copytree(JEV, folder)
     pointer = sorted(folder.glob("*/*.json"))[-1]
     pointer.write_text(POINTER.format("0" * 64), encoding="utf-8")
-    result = pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", *QUIET)
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [f"*{pointer}: not a readable cassette (*); it is a Git LFS pointer, not the cassette (*): run git lfs pull"]
@@ -144,7 +142,7 @@ def test_a_manifest_that_is_an_lfs_pointer_says_so(pytester: pytest.Pytester, tm
     folder = root / "jev" / "jev-1.13.0"
     shutil.copytree(JEV, folder)
     (folder / "manifest.json").write_text(POINTER.format("1" * 64), encoding="utf-8")
-    line = one_error_line(pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", *QUIET))
+    line = one_error_line(sys1cal(pytester, f"--sys1cal-cassettes={root}"))
     assert (
         line
         == f"ERROR: {folder / 'manifest.json'}: it is a Git LFS pointer, not the cassette (the LFS objects were not fetched): run git lfs pull, then run this again"
@@ -165,10 +163,7 @@ def test_an_absurd_repeat_count_is_refused_before_anything_is_priced_or_sent(
     if given == "ini":
         pytester.makeini("[pytest]\nsys1cal_repeats = 1000000\n")
     with LoopbackServer.for_renderings(renderings) as server:
-        result = pytester.runpytest(
-            "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-base-url={server.url}", f"--sys1cal-dataset={dataset}",
-            f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once", *repeats, *QUIET,
-        )  # fmt: skip
+        result = sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-base-url={server.url}", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once", *repeats)  # fmt: skip
         asked = server.requests
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     said = result.stderr.str()
@@ -187,9 +182,7 @@ def test_a_hundred_repeats_are_still_allowed() -> None:
 
 
 def baseline_run(pytester: pytest.Pytester, baseline: Path) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={CASSETTES}", f"--sys1cal-baseline={baseline}", "-k", "compound", *QUIET
-    )
+    return sys1cal(pytester, f"--sys1cal-cassettes={CASSETTES}", f"--sys1cal-baseline={baseline}", "-k", "compound")
 
 
 def test_an_interrupted_runs_report_is_refused_as_a_baseline(pytester: pytest.Pytester) -> None:
@@ -223,9 +216,7 @@ def test_a_dataset_whose_only_change_is_crlf_says_so(pytester: pytest.Pytester) 
     dataset = pytester.path / "sys1cal-v1.jsonl"
     dataset.write_bytes(load_dataset("sys1cal-v1").path.read_bytes().replace(b"\n", b"\r\n"))
     assert len(load_dataset(str(dataset)).renderings) == 365  # the same renderings, read alike
-    line = one_error_line(
-        pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={CASSETTES}", f"--sys1cal-dataset={dataset}", *QUIET)
-    )
+    line = one_error_line(sys1cal(pytester, f"--sys1cal-cassettes={CASSETTES}", f"--sys1cal-dataset={dataset}"))
     assert "these cassettes were recorded for dataset sha256" in line
     assert (
         "(the only difference is the line endings: this file has CRLF line endings where the one recorded had LF, "
@@ -237,9 +228,7 @@ def test_a_dataset_whose_only_change_is_crlf_says_so(pytester: pytest.Pytester) 
 def test_another_dataset_gets_no_line_ending_hint(pytester: pytest.Pytester) -> None:
     dataset = pytester.path / "six.jsonl"
     subset(dataset, 6)
-    line = one_error_line(
-        pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={CASSETTES}", f"--sys1cal-dataset={dataset}", *QUIET)
-    )
+    line = one_error_line(sys1cal(pytester, f"--sys1cal-cassettes={CASSETTES}", f"--sys1cal-dataset={dataset}"))
     assert "these cassettes were recorded for dataset sha256" in line and "line endings" not in line
 
 

@@ -23,9 +23,8 @@ from pathlib import Path
 import pytest
 
 from tests.reports import differences
+from tests.runs import GOLDEN, REPO, sys1cal
 
-REPO = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).parent / "golden"
 SETS = {
     "jev": ("--model=jev",),
     "semif": ("--model=semif",),
@@ -35,14 +34,13 @@ SETS = {
 
 
 def run_report(pytester: pytest.Pytester, path: Path, *args: str) -> bytes:
-    result = pytester.runpytest(
-        "--sys1cal",
+    result = sys1cal(
+        pytester,
         *args,
         f"--sys1cal-cassettes={REPO / 'cassettes'}",
         f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}",
         f"--sys1cal-report={path}",
-        "-p",
-        "no:cacheprovider",
+        cheap=False,  # the pinned reports are the default run's, intervals and splits included
     )
     assert result.ret == 0, result.stdout.str()[-2000:]
     return path.read_bytes()

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.runs import REPO
+
 PACKAGE = REPO / "pytest_sys1cal"
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60

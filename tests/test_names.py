@@ -18,8 +18,9 @@ from pytest_sys1cal.dataset import DatasetError, load_dataset
 from pytest_sys1cal.names import ALLOWED, NotAName, check_name, is_plain_name
 from pytest_sys1cal.redact import Redactor
 from pytest_sys1cal.store.folder import CassetteFolder
-from tests.field import QUIET, subset, tree_hashes
+from tests.field import subset, tree_hashes
 from tests.loopback import LoopbackServer
+from tests.runs import sys1cal
 
 WHY = "a version names its cassette folder (<cassette root>/<model>/<version>), so it must be a plain name"
 # As the issue found them: into another version's folder, outside the model's folder, outside the cassette
@@ -40,10 +41,7 @@ BAD_VERSIONS = [
 
 
 def record(pytester: pytest.Pytester, url: str, dataset: Path, root: Path, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-base-url={url}", f"--sys1cal-dataset={dataset}",
-        f"--sys1cal-cassettes={root}", "--sys1cal-repeats=1", *QUIET, *args,
-    )  # fmt: skip
+    return sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-base-url={url}", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", "--sys1cal-repeats=1", *args)  # fmt: skip
 
 
 @pytest.fixture
@@ -94,7 +92,7 @@ def test_a_model_name_that_is_a_path_is_refused(
 ) -> None:
     dataset, root, server = recorded
     before = tree_hashes(pytester.path)
-    result = pytester.runpytest("--sys1cal", "--sys1cal-model=../systemone", f"--sys1cal-cassettes={root}", *QUIET)
+    result = sys1cal(pytester, "--sys1cal-model=../systemone", f"--sys1cal-cassettes={root}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--sys1cal-model '../systemone': a model names its folder under the cassette root" in result.stderr.str()
     assert tree_hashes(pytester.path) == before
@@ -144,10 +142,7 @@ def test_a_baseline_version_that_is_a_path_is_refused(
 ) -> None:
     dataset, root, _ = recorded
     before = tree_hashes(pytester.path)
-    result = pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=systemone", "--sys1cal-model-version=jev-1.13.0", f"--sys1cal-dataset={dataset}",
-        f"--sys1cal-cassettes={root}", f"--sys1cal-baseline={version}", *QUIET,
-    )  # fmt: skip
+    result = sys1cal(pytester, "--sys1cal-model=systemone", "--sys1cal-model-version=jev-1.13.0", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", f"--sys1cal-baseline={version}")  # fmt: skip
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"{version!r} is not a version name of model systemone" in result.stderr.str()
     assert tree_hashes(pytester.path) == before

@@ -14,8 +14,9 @@ from pytest_sys1cal.errors import InputError
 from pytest_sys1cal.names import ALLOWED, NotAName, case_twin, check_name, is_plain_name
 from pytest_sys1cal.redact import Redactor
 from pytest_sys1cal.store.folder import CassetteFolder
-from tests.field import QUIET, subset, tree_hashes
+from tests.field import subset, tree_hashes
 from tests.loopback import LoopbackServer
+from tests.runs import sys1cal
 
 NOT_PORTABLE = [
     "CON",
@@ -80,10 +81,7 @@ def recorded(pytester: pytest.Pytester) -> Iterator[tuple[Path, Path, LoopbackSe
 
 
 def record(pytester: pytest.Pytester, url: str, dataset: Path, root: Path, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-base-url={url}", f"--sys1cal-dataset={dataset}",
-        f"--sys1cal-cassettes={root}", "--sys1cal-repeats=1", "--sys1cal-record-mode=once", *QUIET, *args,
-    )  # fmt: skip
+    return sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-base-url={url}", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", "--sys1cal-repeats=1", "--sys1cal-record-mode=once", *args)  # fmt: skip
 
 
 @pytest.mark.parametrize("version", ["CON", "aux", "nul.txt", "com1", "LPT1", "v2.", "JEV-1.13.0"])

@@ -17,7 +17,8 @@ import jevcompat.mock as jevcompat
 import pytest
 import yaml
 
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
+from tests.runs import sys1cal
+
 VERSIONS = ("team-model-1", "team-model-2")
 
 
@@ -40,16 +41,15 @@ def test_a_teams_model_from_init_to_a_gated_second_version(pytester: pytest.Pyte
     fresh = command("generate", "--seed", "3", "--problems", "12", "--out", "fresh.jsonl", cwd=root)
     assert fresh.returncode == 0, fresh.stderr
     assert command("init", "--model", "systemone", "--version", VERSIONS[0], cwd=root).returncode == 0
-    assert yaml.safe_load((root / "thresholds.yaml").read_text()) == {"systemone": None}
+    assert yaml.safe_load((root / "thresholds.yaml").read_text()) == {"systemone": {"reading": "call"}}
     common = ("--sys1cal-model=systemone", f"--sys1cal-base-url={mock.url}", "--sys1cal-dataset=fresh.jsonl")
     common += ("--sys1cal-rate=0", "--sys1cal-repeats=4")
 
-    first = pytester.runpytest("--sys1cal", *QUIET, *common, f"--sys1cal-model-version={VERSIONS[0]}",
-                               "--sys1cal-record-mode=once", "--sys1cal-report=first.json")  # fmt: skip
+    first = sys1cal(pytester, *common, f"--sys1cal-model-version={VERSIONS[0]}", "--sys1cal-record-mode=once", "--sys1cal-report=first.json")  # fmt: skip
     assert first.ret == pytest.ExitCode.OK
     told = [line for line in first.stdout.lines if "no gates for" in line]
     assert told == [
-        f"notice: {root / 'thresholds.yaml'}: no gates for systemone {VERSIONS[0]} yet (systemone sets none): this "
+        f"notice: thresholds.yaml: no gates for systemone {VERSIONS[0]} yet (systemone sets none): this "
         "run gates nothing. Write them from a full run of the version you trust: pytest --sys1cal "
         f"--sys1cal-model=systemone --sys1cal-model-version={VERSIONS[0]} --sys1cal-dataset={root / 'fresh.jsonl'} "
         f"--sys1cal-cassettes={root / 'cassettes'} --sys1cal-report=sys1cal-report.json, then python -m "
@@ -63,16 +63,14 @@ def test_a_teams_model_from_init_to_a_gated_second_version(pytester: pytest.Pyte
     assert written.returncode == 0, written.stderr
     assert "+  noul:" in written.stdout and "updated thresholds.yaml" in written.stderr
 
-    replay = pytester.runpytest("--sys1cal", *QUIET, *common, f"--sys1cal-model-version={VERSIONS[0]}")
+    replay = sys1cal(pytester, *common, f"--sys1cal-model-version={VERSIONS[0]}")
     assert replay.ret == pytest.ExitCode.OK, replay.stdout.str()[-3000:]
-    header = next(line for line in replay.stdout.lines if line.startswith("sys1cal: model systemone"))
+    header = next(line for line in replay.stdout.lines if line.startswith("sys1cal: thresholds"))
     assert "thresholds.yaml: systemone (" in header and "jev" not in header.split("thresholds ", 1)[1]
 
-    second = pytester.runpytest("--sys1cal", *QUIET, *common, f"--sys1cal-model-version={VERSIONS[1]}",
-                                "--sys1cal-record-mode=once", f"--sys1cal-baseline={VERSIONS[0]}",
-                                "--sys1cal-report=second.json")  # fmt: skip
+    second = sys1cal(pytester, *common, f"--sys1cal-model-version={VERSIONS[1]}", "--sys1cal-record-mode=once", f"--sys1cal-baseline={VERSIONS[0]}", "--sys1cal-report=second.json")  # fmt: skip
     assert second.ret == pytest.ExitCode.OK, second.stdout.str()[-4000:]
-    header = next(line for line in second.stdout.lines if line.startswith("sys1cal: model systemone"))
+    header = next(line for line in second.stdout.lines if line.startswith("sys1cal: thresholds"))
     assert f"gates; {VERSIONS[1]} has no block of its own and inherits them)" in header
     gates = json.loads((root / "second.json").read_text())["gates"]
     names = {g["name"] for g in gates}

@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.runs import REPO
+
 # Builds the wheel and installs it in a fresh virtualenv.
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parent.parent
 INSTALL = 'pip install "pytest-sys1cal[html]"'
 
 
@@ -125,25 +126,29 @@ OWN_MODEL = "## In a project, step by step"
 TEAM_VERSIONS = ("my-model-1", "my-model-2")
 
 
-def test_the_readmes_own_model_path_ends_with_a_passing_first_version_and_a_gated_second_one(
+def test_the_readmes_own_model_path_records_two_versions_of_prod_and_fails_the_noisier_one_per_call(
     installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 24: the README's own-model block, run as written in an empty directory with the built wheel, against
-    the jevcompat mock serving (and listing) the block's version names, with a little repeat noise. Each command
-    runs verbatim; the one `export` line is the only one not run: its variable is set to the mock's origin
-    instead. PYTEST_ADDOPTS lifts the client's rate limit (1,000 requests/min would make the two recordings of
-    3,650 requests take 7 minutes); the commands themselves are untouched."""
+    """Issues 24 and 37: the README's own-model block, run as written in an empty directory with the built wheel,
+    against the jevcompat mock as a server whose one model id is `prod`, whatever version it runs: my-model-1 is
+    served with logit noise σ 3, my-model-2 with σ 6, better only as a 10-call mean (its averages hedge toward
+    0.5) and worse on every call. Each command runs verbatim; the one `export` line is the only one not run:
+    its variable is set to the mock's origin instead. PYTEST_ADDOPTS lifts the client's rate limit (1,000
+    requests/min would make the two recordings of 3,650 requests take 7 minutes); the commands are untouched.
+    Every command passes but the last, whose upgrade gate FAILS per call and says so."""
     import jevcompat.mock as jevcompat
 
     commands = steps(OWN_MODEL)
     assert commands[0] == INSTALL
     assert [c.split("=")[0] for c in commands if c.startswith("export ")] == ["export SYS1CAL_BASE_URL"]
     assert sorted(set(re.findall(r"my-model-\d", " ".join(commands)))) == list(TEAM_VERSIONS)
-    served = [{"name": v, "description": "a team's model", "release_date": "2026-10-01"} for v in TEAM_VERSIONS]
-    monkeypatch.setattr(jevcompat, "MODELS", jevcompat.MODELS + served)
-    monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | set(TEAM_VERSIONS))
+    monkeypatch.setattr(
+        jevcompat, "MODELS", [{"name": "prod", "description": "a team's server", "release_date": "2026-10-01"}]
+    )
+    monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", {"prod"})
     runs: list[tuple[str, subprocess.CompletedProcess[str]]] = []
-    with jevcompat.Running(jevcompat.MockConfig(noise=0.3)) as mock:
+    config = jevcompat.MockConfig(noise=3.0)
+    with jevcompat.Running(config) as mock:
         environ = {
             **os.environ,
             "PATH": f"{installed}{os.pathsep}{os.environ['PATH']}",
@@ -155,27 +160,41 @@ def test_the_readmes_own_model_path_ends_with_a_passing_first_version_and_a_gate
         for command in commands[1:]:
             if command.startswith("export "):
                 continue
+            if "--sys1cal-model-version=my-model-2" in command:
+                config.noise = 6.0  # the server now runs the candidate, still answering as prod
             done = subprocess.run(shlex.split(command), cwd=tmp_path, env=environ, capture_output=True, text=True)
             runs.append((command, done))
-            assert done.returncode == 0, f"{command}\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
     init, first, update, replay, second = (done for _command, done in runs)
-    assert yaml.safe_load((tmp_path / "thresholds.yaml").read_text()) is not None
-    assert list(yaml.safe_load((tmp_path / "thresholds.yaml").read_text())) == ["systemone"]  # no jev section
+    for command, done in runs[:-1]:
+        assert done.returncode == 0, f"{command}\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
+    assert second.returncode == 1, second.stdout[-4000:]  # the upgrade gate: worse per call
+    assert 'sys1cal_model_id = "prod"' in init.stdout
+    thresholds = yaml.safe_load((tmp_path / "thresholds.yaml").read_text())
+    assert list(thresholds) == ["systemone"] and thresholds["systemone"]["reading"] == "call"  # no jev section
     # The first recording is told, in one line, that it has no gates and how to write them.
     told = [line for line in first.stdout.splitlines() if "no gates for systemone my-model-1 yet" in line]
     assert len(told) == 1 and told[0].endswith("python -m pytest_sys1cal thresholds sys1cal-report.json --update")
     shortcut = "  If my-model-1 is the version you trust, write its gates from this run's report: "
     assert shortcut + "python -m pytest_sys1cal thresholds my-model-1.json --update" in first.stdout.splitlines()
     assert "+  noul:" in update.stdout and "updated thresholds.yaml" in update.stderr
+    assert "# Read per call:" in (tmp_path / "thresholds.yaml").read_text()
     for run, version in ((replay, "my-model-1"), (second, "my-model-2")):
-        header = next(line for line in run.stdout.splitlines() if line.startswith("sys1cal: model systemone"))
-        assert f"systemone {version} (" in header and f"{tmp_path / 'thresholds.yaml'}: systemone (" in header
+        lines = run.stdout.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("sys1cal: model systemone"))
+        header = " ".join(lines[start : start + 3])
+        assert f"systemone {version} (" in header and "thresholds thresholds.yaml: systemone (" in header
         assert "jev" not in header.split("thresholds ", 1)[1]
-        assert "FAILED" not in run.stdout
+    assert "FAILED" not in replay.stdout  # the replay, under the id its manifest keeps, passes every gate
+    for version in TEAM_VERSIONS:
+        manifest = json.loads((tmp_path / "cassettes" / "systemone" / version / "manifest.json").read_text())
+        assert manifest["model_id"] == "prod"
     assert "my-model-2 has no block of its own and inherits them" in second.stdout
-    gates = json.loads((tmp_path / "my-model-2.json").read_text())["gates"]
-    assert {g["verdict"] for g in gates} == {"passed"}
-    names = {g["name"] for g in gates}
+    verdict = next(line for line in second.stdout.splitlines() if line.startswith("upgrade "))
+    assert verdict.startswith("upgrade prod (my-model-1) → prod (my-model-2), per call: FAILED (Noul Δ −"), verdict
+    report = json.loads((tmp_path / "my-model-2.json").read_text())
+    assert report["comparison"]["other_reading"]["verdict"] == "passed"  # as 10-call means it would have passed
+    assert any(n.startswith("the two readings disagree: per call, the reading that decides") for n in report["notices"])
+    names = {g["name"] for g in report["gates"]}
     assert {"noul.min_mean_ovl", "choice.max_swap_shift", "regression.noul.mean_ovl"} <= names
     assert len([n for n in names if not n.startswith("regression.")]) >= 19
 

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-CASSETTES = REPO / "cassettes"
+from tests.runs import CASSETTES, REPO, sys1cal
+
 JEV = CASSETTES / "jev" / "jev-1.13.0"
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={CASSETTES}", "-p", "no:cacheprovider", *args)
+    return sys1cal(pytester, f"--sys1cal-cassettes={CASSETTES}", *args)
 
 
 def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--help")
+    result = run(pytester, "--help")
     result.stdout.fnmatch_lines(
         [
             "*Sys1Cal calibration benchmark:*",
@@ -55,7 +55,8 @@ def test_offline_replay_passes_and_prints_the_papers_table_1(pytester: pytest.Py
     result.assert_outcomes(passed=365)
     result.stdout.fnmatch_lines(
         [
-            "*sys1cal: model jev jev-1.13.0 (reconstructed cassettes, 1 repeat, each answer the mean of 10)*sha256 2f31c498debb*",
+            "sys1cal: model jev jev-1.13.0 (reconstructed cassettes, 1 repeat, each answer the mean of 10)*",
+            "sys1cal: cassettes *; dataset sys1cal-v1 sha256 2f31c498debb*",
             "*Table 1*",
             "Noul *365*0.918*",
             "Choice *365*0.764*",
@@ -109,9 +110,7 @@ def test_missing_cassette_fails_the_item_naming_file_and_command(pytester: pytes
     shutil.copytree(JEV, root / "jev" / "jev-1.13.0")
     missing = root / "jev" / "jev-1.13.0" / "frequency" / "frequency__seed_000042__repr_prose.json"
     missing.unlink()
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={root}", "-k", "frequency__seed_000042", "-p", "no:cacheprovider"
-    )
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}", "-k", "frequency__seed_000042")
     result.assert_outcomes(passed=5, failed=1)
     # The folder is reconstructed: the advice never records into it, and carries the run's own options.
     result.stdout.fnmatch_lines(

@@ -5,10 +5,8 @@ tests/test_packaging.py; the links and the docs index are checked in tests/test_
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-
+from tests.runs import REPO
 
 FIRST_SCREEN = 40  # lines
 # Reference lives in docs/ (docs/index.md lists it): the README keeps the pitch, the install, the main job, the

@@ -26,7 +26,6 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,11 +34,11 @@ from pytest_sys1cal.analysis import analyze
 from pytest_sys1cal.analysis.recalibration import binary_scores, fit_threshold, logit
 from pytest_sys1cal.defaults import P_FLOOR
 from pytest_sys1cal.report.figure_data import Columns
+from tests.runs import REPO
 
 # Replays every bundled engine's cassettes.
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parent.parent
 SETS = {
     "jev": ("jev", "jev-1.13.0"),
     "semif": ("semif", "smollm2-135m-instruct-q4_1"),

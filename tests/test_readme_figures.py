@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from pathlib import Path
 
 import pytest
 
 from tests.reports import golden
+from tests.runs import REPO
 
 matplotlib = pytest.importorskip(
     "matplotlib", reason="the figures need the html extra: pip install 'pytest-sys1cal[html]'"
 )
 
-REPO = Path(__file__).resolve().parent.parent
 FIGURES = REPO / "docs" / "figures"
 
 

@@ -13,13 +13,12 @@ import shlex
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import jevcompat.mock as jevcompat
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.runs import REPO, run, sys1cal
 
 
 def jev_upgrade_block() -> list[list[str]]:
@@ -46,7 +45,7 @@ def test_the_readmes_jev_upgrade_block_works_verbatim(
     monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | {"jev-1.14.0"})
     with jevcompat.Running(jevcompat.MockConfig()) as mock:
         monkeypatch.setenv("TYPESAFE_BASE_URL", mock.url)
-        recorded = pytester.runpytest(*record[1:], "-p", "no:cacheprovider")
+        recorded = run(pytester, *record[1:], cheap=False)  # the README's commands as written
     text = recorded.stdout.str()
     assert "recording 365 of 365 renderings" in text and "3,650 requests (10 repeats)" in text
     assert "Upgrade comparison against the baseline jev-1.13.0" in text
@@ -65,7 +64,5 @@ def test_the_readmes_jev_upgrade_block_works_verbatim(
     assert after["jev"]["noul"] == yaml.safe_load(before)["jev"]["noul"]  # the model's section as it was
 
     # Its own gates hold the version they were written from: the replay, offline, passes every one.
-    replay = pytester.runpytest(
-        "--sys1cal", "--model", "jev", "--sys1cal-model-version=jev-1.14.0", "-p", "no:cacheprovider"
-    )
+    replay = sys1cal(pytester, "--model", "jev", "--sys1cal-model-version=jev-1.14.0", cheap=False)
     assert replay.ret == pytest.ExitCode.OK, replay.stdout.str()[-3000:]

@@ -21,9 +21,10 @@ import pytest
 from markdown_it import MarkdownIt
 
 from pytest_sys1cal.escape import markdown_text, one_line, quoted
-from tests.field import QUIET, subset
+from tests.field import subset
 from tests.loopback import Behaviour, LoopbackServer
 from tests.models.test_semif import FakeOpenAI
+from tests.runs import sys1cal
 
 FAKE_VERDICT = "All 19 gates passed ✅"
 # Short enough to be quoted whole in the notice (120 characters): an image, an HTML tag (unquoted, so JSON quoting
@@ -79,10 +80,7 @@ def run(pytester: pytest.Pytester, tag: str, monkeypatch: pytest.MonkeyPatch, *a
     """A run that writes every output: the job summary, the JSON and HTML reports, the JUnit XML."""
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / f"{tag}.md"))
     html = (f"--sys1cal-html={pytester.path / f'{tag}.html'}",) if _has_matplotlib() else ()
-    return pytester.runpytest(
-        "--sys1cal", f"--sys1cal-report={pytester.path / f'{tag}.json'}", f"--junitxml={pytester.path / f'{tag}.xml'}",
-        "--sys1cal-repeats=1", *html, *QUIET, *args,
-    )  # fmt: skip
+    return sys1cal(pytester, f"--sys1cal-report={pytester.path / f'{tag}.json'}", f"--junitxml={pytester.path / f'{tag}.xml'}", "--sys1cal-repeats=1", *html, *args)  # fmt: skip
 
 
 def _has_matplotlib() -> bool:

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.runs import REPO
+
 # Runs mypy over the package in a subprocess.
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "pytest_sys1cal"
 PLUGIN = Path(__file__).with_name("mypy_report_keys.py")  # pyproject.toml loads it: .get() is checked as [] is
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.degraded import degrade, improve
+from tests.runs import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 JEV = REPO / "cassettes" / "jev" / "jev-1.13.0"
 OLD, NEW = "jev-1.13.0", "jev-1.14.0"
 BETTER = "jev-1.13.1"  # the improved copy (better_version)

@@ -18,13 +18,17 @@ from ..defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
 from ..document import Analysis, Measured
 from .breakdown import breakdown
 from .calibration import calibration
+from .calls import call_calibration, call_probabilities, call_summary, calls_block
 from .choice_calibration import choice_calibration_table
 from .decisions import decisions_table
+from .decomposition import decompositions
+from .held_out_maps import recalibrated_table
 from .items import aggregate_items
 from .latent import LatentData
 from .primitives import per_primitive, primitive_probabilities, primitive_table
 from .readout import readout
 from .recalibration import recalibrated_readouts
+from .repeat_noise import repeat_noise
 from .sensitivity import spread
 from .swap import option_swap_table
 from .uncertainty import uncertainty_table
@@ -38,13 +42,16 @@ def analyze(
     defer_cost: float = 45.0,
     bootstrap: int = BOOTSTRAP_RESAMPLES,
     recalibration_splits: int = RECALIBRATION_SPLITS,
+    repeats_per_answer: int = 1,
 ) -> Analysis:
     """Everything the summary, the JSON report and the gates need, from per-rendering results.
 
     bootstrap: latent-problem resamples for the uncertainty intervals (0 skips them). recalibration_splits:
-    cross-fitted splits of the held-out readout (seeds seed … seed + splits − 1; statistics.md §5.3)."""
+    cross-fitted splits of the held-out readout (seeds seed … seed + splits − 1; statistics.md §5.3).
+    repeats_per_answer: calls averaged into each sample (> 1: no single call was recorded, so the per-call
+    reading is not measured; analysis/calls.py)."""
     with collector_paused():
-        return _analyze(items, seed, error_cost, defer_cost, bootstrap, recalibration_splits)
+        return _analyze(items, seed, error_cost, defer_cost, bootstrap, recalibration_splits, repeats_per_answer)
 
 
 @contextmanager
@@ -71,16 +78,25 @@ def _analyze(
     defer_cost: float,
     bootstrap: int,
     recalibration_splits: int,
+    repeats_per_answer: int,
 ) -> Analysis:
     table = aggregate_items(items)
     probs = primitive_probabilities(table)
+    calls = call_probabilities(table.samples)
+    reading = calls_block(table, repeats_per_answer)
+    why = None if reading["measured"] else reading.get("reason", "no call was recorded")
     latent = LatentData.of(table.mu_score, table.p_choice, table.p_star, table.latent_ids)
     readout_probs = {**probs, "choice": table.p_choice_both_orders}
+    decomposition, reliability = decompositions(probs, table.p_star, table.latent_ids, seed=seed, bootstrap=bootstrap)
     return {
         "counts": table.counts(),
-        "primitives": primitive_table(table),
-        "by_family": breakdown(table, table.family),
-        "by_representation": breakdown(table, table.representation),
+        "calls": reading,
+        "primitives": {
+            prim: {**row, "per_call": call_summary(calls[prim], table.p_star, why)}
+            for prim, row in primitive_table(table).items()
+        },
+        "by_family": breakdown(table, table.family, calls, measured=why is None),
+        "by_representation": breakdown(table, table.representation, calls, measured=why is None),
         "representation_sensitivity": per_primitive(probs, spread, table.latent_ids),
         "uncertainty": uncertainty_table(latent, seed=seed, bootstrap=bootstrap),
         "choice_calibration": choice_calibration_table(latent),
@@ -90,6 +106,17 @@ def _analyze(
         "readout_recalibrated": recalibrated_readouts(
             readout_probs, table.p_star, table.latent_ids, seed=seed, splits=recalibration_splits
         ),
-        "calibration": per_primitive(probs, calibration, table.p_star),
+        "calibration": {
+            prim: {**row, "per_call": call_calibration(calls[prim], table.p_star, why)}
+            for prim, row in per_primitive(probs, calibration, table.p_star).items()
+        },
+        # Why a version moved (docs/statistics.md §8): the Brier score's parts, the bin-free curve, repeat noise
+        # apart from bias, and what a held-out monotone recalibration recovers.
+        "decomposition": decomposition,
+        "reliability": reliability,
+        "repeat_noise": repeat_noise(table),
+        "recalibrated": recalibrated_table(
+            probs, table.p_star, table.latent_ids, latent, seed=seed, splits=recalibration_splits
+        ),
         "items": table.rows(),
     }

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ..document import GroupCell, GroupRow
+from .calls import call_cell
 from .items import ItemTable
 from .primitives import primitive_probabilities
 
 
-def breakdown(table: ItemTable, groups: Sequence[str]) -> dict[str, GroupRow]:
+def breakdown(
+    table: ItemTable, groups: Sequence[str], calls: Mapping[str, np.ndarray], *, measured: bool
+) -> dict[str, GroupRow]:
     """Per group (one per distinct value of `groups`, one value per rendering; keys sorted): its renderings,
     its latent problems, and per primitive the n, latent problems, mean TV and mean OVL of Table 1 on the
-    group's renderings where that primitive was asked."""
+    group's renderings where that primitive was asked, and the same per call (`calls`: each primitive's
+    (renderings, calls) answers, analysis/calls.py; `measured` False: the cassettes hold no single call)."""
     probs = primitive_probabilities(table)
     labels = np.asarray(groups, dtype=str)
     # Latent problems as integer codes, once: counting distinct strings per cell sorted them afresh each time.
@@ -25,7 +29,13 @@ def breakdown(table: ItemTable, groups: Sequence[str]) -> dict[str, GroupRow]:
         out[name] = {
             "renderings": int(rows.sum()),
             "latent_problems": int(np.unique(latent[rows]).size),
-            "primitives": {prim: _cell(p[rows], table.p_star[rows], latent[rows]) for prim, p in probs.items()},
+            "primitives": {
+                prim: {
+                    **_cell(p[rows], table.p_star[rows], latent[rows]),
+                    "per_call": call_cell(calls[prim][rows], table.p_star[rows], measured),
+                }
+                for prim, p in probs.items()
+            },
         }
     return out
 

@@ -12,6 +12,8 @@ import numpy as np
 
 from ..document import ANSWER_COLUMNS, AnswerColumn, Item, ReportDocument
 from ..errors import InputError
+from ..vocabulary import CALL_READING, MEAN_READING
+from .calls import call_probabilities, per_rendering
 from .items import LEVEL_VALUES, score_expectation
 from .primitives import ovl
 
@@ -60,13 +62,67 @@ class Paired:
     new_repeats: dict[str, np.ndarray | None]  # primitive → (n, r) per-repeat probabilities, or None
     base_repeats: dict[str, np.ndarray | None]
     family: list[str | None]  # of each rendering, for the per-family Δ (None in a report without it)
-    repeats: int
+    representation: list[str | None]  # likewise, for the per-representation Δ
+    repeats: int  # per rendering (the fewer of the two sides' when read per call, where they may differ)
     only_in_new: int
     only_in_baseline: int
+    reading: str = MEAN_READING
+    # Primitive → each rendering's OVL under the reading: 1 − |p̄ − p*| of the repeat mean, or per call the mean
+    # over its calls of 1 − |p − p*| (docs/statistics.md §6.1); NaN where not asked.
+    new_ovl: dict[str, np.ndarray] | None = None
+    base_ovl: dict[str, np.ndarray] | None = None
+    new_r: int = 0  # calls per rendering on each side (the median), what repeat noise is divided by
+    base_r: int = 0
+
+    def ovl(self, side: str, prim: str) -> np.ndarray:
+        """Each rendering's OVL under the reading on one side ("new" or "base")."""
+        given = self.new_ovl if side == "new" else self.base_ovl
+        if given is not None:
+            return given[prim]
+        return ovl((self.new if side == "new" else self.base)[prim], self.p_star)
 
 
-def pair_reports(new: ReportDocument, baseline: ReportDocument) -> Paired:
-    """Match the items of two reports on instance_id. Raises PairingError when they cannot be compared."""
+def pair_reports(new: ReportDocument, baseline: ReportDocument, reading: str = MEAN_READING) -> Paired:
+    """Match the items of two reports on instance_id. Raises PairingError when they cannot be compared.
+
+    reading "mean": each rendering's repeat mean, so both must average as many calls (the OVL of a mean depends
+    on how many it averages). "call": each call's own OVL, whose expectation does not depend on how many were
+    asked, so the repeats may differ, but both reports must hold single calls (not published means)."""
+    if reading == CALL_READING:
+        return _pair_calls(new, baseline)
+    new_items, base_items, shared = _shared(new, baseline)
+    new_r = _repeat_count(new, [new_items[i] for i in shared], "this run")
+    base_r = _repeat_count(baseline, [base_items[i] for i in shared], "the baseline")
+    # What is compared is the mean over all the model repeats behind each value: samples × repeats per sample.
+    new_avg, base_avg = new_r * _per_answer(new), base_r * _per_answer(baseline)
+    if new_avg != base_avg:
+        raise PairingError(
+            f"the baseline averages {base_avg} repeat{'s' if base_avg != 1 else ''} per rendering and this run "
+            f"{new_avg}: the OVL of a repeat mean depends on the number of repeats (averaging more repeats removes "
+            "noise, so the same model scores higher), so only recordings averaging as many repeats compare"
+        )
+    new_rows = [new_items[i] for i in shared]
+    base_rows = [base_items[i] for i in shared]
+    return Paired(
+        new_r=new_avg,
+        base_r=base_avg,
+        instance_id=shared,
+        latent_ids=np.asarray([new_items[i]["latent_instance_id"] for i in shared], dtype=str),
+        p_star=np.asarray([float(new_items[i]["p_star"]) for i in shared]),
+        new={prim: column(new_rows, key) for prim, (key, _) in COLUMNS.items()},
+        base={prim: column(base_rows, key) for prim, (key, _) in COLUMNS.items()},
+        new_repeats=per_repeat(new_rows, new_r) if _per_answer(new) == 1 else dict.fromkeys(COLUMNS),
+        base_repeats=per_repeat(base_rows, base_r) if _per_answer(baseline) == 1 else dict.fromkeys(COLUMNS),
+        family=[new_items[i].get("family") for i in shared],
+        representation=[new_items[i].get("representation") for i in shared],
+        repeats=new_avg,
+        only_in_new=len(new_items.keys() - base_items.keys()),
+        only_in_baseline=len(base_items.keys() - new_items.keys()),
+    )
+
+
+def _shared(new: ReportDocument, baseline: ReportDocument) -> tuple[dict[str, Item], dict[str, Item], list[str]]:
+    """Both reports' items by instance id, and the ids in both (refused: none shared, or other latent problems)."""
     new_items = _items_by_id(new, "the new report")
     base_items = _items_by_id(baseline, "the baseline report")
     shared = sorted(new_items.keys() & base_items.keys())
@@ -83,31 +139,49 @@ def pair_reports(new: ReportDocument, baseline: ReportDocument) -> Paired:
             f"{len(wrong_latent)} matched renderings belong to different latent problems in the two reports "
             f"(first: {wrong_latent[0]}): they were not computed on the same dataset"
         )
-    new_r = _repeat_count(new, [new_items[i] for i in shared], "this run")
-    base_r = _repeat_count(baseline, [base_items[i] for i in shared], "the baseline")
-    # What is compared is the mean over all the model repeats behind each value: samples × repeats per sample.
-    new_avg, base_avg = new_r * _per_answer(new), base_r * _per_answer(baseline)
-    if new_avg != base_avg:
-        raise PairingError(
-            f"the baseline averages {base_avg} repeat{'s' if base_avg != 1 else ''} per rendering and this run "
-            f"{new_avg}: the OVL of a repeat mean depends on the number of repeats (averaging more repeats removes "
-            "noise, so the same model scores higher), so only recordings averaging as many repeats compare"
-        )
-    new_rows = [new_items[i] for i in shared]
-    base_rows = [base_items[i] for i in shared]
+    return new_items, base_items, shared
+
+
+def _pair_calls(new: ReportDocument, baseline: ReportDocument) -> Paired:
+    """The per-call pairing: D_i from each side's mean over rendering i's calls of its calls' OVL."""
+    for report, what in ((new, "this run"), (baseline, "the baseline")):
+        if _per_answer(report) > 1:
+            raise PairingError(
+                f"{what} holds {_per_answer(report)}-call means (each answer rebuilt from a published mean), not "
+                "single calls, so it cannot be compared per call"
+            )
+    new_items, base_items, shared = _shared(new, baseline)
+    new_rows, base_rows = [new_items[i] for i in shared], [base_items[i] for i in shared]
+    p_star = np.asarray([float(new_items[i]["p_star"]) for i in shared])
+    new_calls = call_probabilities([item.get("samples") or [] for item in new_rows])
+    base_calls = call_probabilities([item.get("samples") or [] for item in base_rows])
+    new_r, base_r = _calls_per_rendering(new_calls), _calls_per_rendering(base_calls)
     return Paired(
         instance_id=shared,
         latent_ids=np.asarray([new_items[i]["latent_instance_id"] for i in shared], dtype=str),
-        p_star=np.asarray([float(new_items[i]["p_star"]) for i in shared]),
+        p_star=p_star,
         new={prim: column(new_rows, key) for prim, (key, _) in COLUMNS.items()},
         base={prim: column(base_rows, key) for prim, (key, _) in COLUMNS.items()},
-        new_repeats=per_repeat(new_rows, new_r) if _per_answer(new) == 1 else dict.fromkeys(COLUMNS),
-        base_repeats=per_repeat(base_rows, base_r) if _per_answer(baseline) == 1 else dict.fromkeys(COLUMNS),
+        new_repeats={prim: new_calls[prim] for prim in COLUMNS},
+        base_repeats={prim: base_calls[prim] for prim in COLUMNS},
         family=[new_items[i].get("family") for i in shared],
-        repeats=new_avg,
+        representation=[new_items[i].get("representation") for i in shared],
+        repeats=min(new_r, base_r),
         only_in_new=len(new_items.keys() - base_items.keys()),
         only_in_baseline=len(base_items.keys() - new_items.keys()),
+        reading=CALL_READING,
+        new_ovl={prim: 1 - per_rendering(new_calls[prim], p_star)[0] for prim in COLUMNS},
+        base_ovl={prim: 1 - per_rendering(base_calls[prim], p_star)[0] for prim in COLUMNS},
+        new_r=new_r,
+        base_r=base_r,
     )
+
+
+def _calls_per_rendering(calls: Mapping[str, np.ndarray]) -> int:
+    """The median number of calls of a rendering (over every primitive's answers), at least 1."""
+    counts = [np.sum(~np.isnan(values), axis=1) for values in calls.values() if values.size]
+    asked = np.concatenate([c[c > 0] for c in counts]) if counts else np.zeros(0)
+    return max(int(np.median(asked)), 1) if asked.size else 1
 
 
 def _items_by_id(report: ReportDocument, what: str) -> dict[str, Item]:

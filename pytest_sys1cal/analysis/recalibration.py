@@ -61,6 +61,16 @@ def split_by_latent(latent_ids: np.ndarray, positive: np.ndarray, seed: int) -> 
     return _deal(*_latent_gold(latent_ids, positive), seed)
 
 
+def split_halves(latent_ids: np.ndarray, p_star: np.ndarray, seeds: list[int]) -> list[np.ndarray]:
+    """The first half of every split (split_by_latent with each of `seeds`), over all the renderings: one split
+    serves every primitive, and every held-out check of a run (the readout's threshold, the recalibrated OVL of
+    analysis/held_out_maps.py) uses the same splits."""
+    if not np.asarray(latent_ids).size:
+        return [np.zeros(0, dtype=bool) for _ in seeds]
+    codes, gold = _latent_gold(latent_ids, p_star >= 0.5)  # once: only the shuffle depends on the seed
+    return [_deal(codes, gold, s) for s in seeds]
+
+
 def fit_threshold(margin: np.ndarray, positive: np.ndarray) -> float:
     """The logit threshold t (predict True when margin ≥ t) with the largest balanced accuracy on these items.
 
@@ -227,12 +237,7 @@ def recalibrated_readouts(
     if splits < 1:
         raise ValueError(f"splits must be at least 1, not {splits}")
     seeds = split_seeds(seed, splits)
-    positive = p_star >= 0.5
-    if np.asarray(latent_ids).size:
-        codes, gold = _latent_gold(latent_ids, positive)  # once: only the shuffle depends on the seed
-        firsts = [_deal(codes, gold, s) for s in seeds]
-    else:
-        firsts = [np.zeros(0, dtype=bool) for _ in seeds]
+    firsts = split_halves(latent_ids, p_star, seeds)
     out: dict[str, RecalibratedReadout] = {}
     for name, p in probs.items():
         asked = ~np.isnan(p)

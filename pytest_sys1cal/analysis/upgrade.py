@@ -1,28 +1,29 @@
 """The upgrade comparison: a run against a baseline report, mean OVL per primitive paired by rendering,
 a latent-problem bootstrap, a three-way verdict per primitive and Holm across them (docs/statistics.md §6),
-the same Δ per family (§6.5, descriptive) and whether the comparison can decide at its margin at all
-(§6.6). Knows nothing of pytest or of thresholds.yaml."""
+the same Δ per family and per representation with the cells that regressed marked (§6.5, analysis/cells.py),
+whether the comparison can decide at its margin at all (§6.6), and, asked for, why each primitive moved (§8.5,
+analysis/diagnosis.py). Knows nothing of pytest or of thresholds.yaml."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
 
-from ..defaults import UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_POWER, UPGRADE_RESAMPLES
+from ..defaults import RECALIBRATION_SPLITS, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_POWER, UPGRADE_RESAMPLES
 from ..document import ReportDocument
 from ..document_upgrade import Advice, Design, GroupDifference, UpgradeMetric, UpgradeResult
-from ..vocabulary import LABELS, PRIMITIVES, Verdict
+from ..vocabulary import CALL_READING, LABELS, MEAN_READING, PRIMITIVES, Verdict
+from .cells import group_differences, mark_regressed
 from .decisive import decisive_size
+from .diagnosis import diagnose
 from .paired import Paired, holm, pair_reports, per_repeat_ovl, within_variance
-from .primitives import ovl
 from .stats import Clusters
 
 POWER = UPGRADE_POWER  # of the size advice for inconclusive verdicts and of the design check
-GROUP_LEVEL = 0.95  # per-family two-sided percentile intervals, one per cell, not corrected for the number of cells
 _NORMAL = NormalDist()
 
 
@@ -48,20 +49,24 @@ def compare_reports(
     seed: int = 0,
     resamples: int = UPGRADE_RESAMPLES,
     primitives: Iterable[str] = PRIMITIVES,
+    reading: str = MEAN_READING,
+    splits: int = RECALIBRATION_SPLITS,
+    explain: bool = False,
 ) -> UpgradeResult:
     """Compare mean OVL per primitive, new − baseline, paired by rendering. JSON-able (no NaN).
 
     margins: per primitive (default Margin() for each gated primitive). primitives: the gated metrics;
     a gated primitive not measured in both reports gets verdict NOT MEASURED and leaves the Holm family.
-    """
+    reading: each rendering's OVL from its repeat mean ("mean") or its calls' ("call"; statistics.md §6.1).
+    explain: add each compared primitive's ``why`` (analysis/diagnosis.py, over `splits` held-out splits); it
+    refits both versions' curves, about as long again as the comparison. Cells are marked by analysis/cells.py."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     gated = [p for p in PRIMITIVES if p in set(primitives)]
     margins = {p: (margins or {}).get(p, Margin()) for p in gated}
-    paired = pair_reports(new, baseline)
+    paired = pair_reports(new, baseline, reading)
     clusters = Clusters.of(paired.latent_ids)
     counts = clusters.resample_counts(np.random.default_rng(seed), resamples)  # (B, J), shared by all metrics
-
     metrics: dict[str, UpgradeMetric] = {}
     boots: dict[str, np.ndarray] = {}
     for prim in gated:
@@ -72,18 +77,25 @@ def compare_reports(
     measured = list(boots)
     if measured:
         _decide_with_holm(metrics, boots, margins, paired, alpha)
+    for prim in measured if explain else ():
+        metrics[prim]["why"] = diagnose(
+            paired, prim, clusters, counts, metrics[prim], alpha=alpha, seed=seed, splits=splits
+        )
+    cells = mark_regressed(metrics)
     return {
         "matched": len(paired.instance_id),
         "only_in_new": paired.only_in_new,
         "only_in_baseline": paired.only_in_baseline,
         "latent_problems": clusters.count,
         "repeats": paired.repeats,
+        "reading": paired.reading,
         "alpha": alpha,
         "correction": f"Holm over {len(measured)} metric{'s' if len(measured) != 1 else ''}, "
         "separately for 'shown worse' and 'shown non-inferior'",
         "resamples": resamples,
         "seed": seed,
         "power": POWER,
+        "cells": cells,
         "metrics": metrics,
     }
 
@@ -118,11 +130,12 @@ def _decide_with_holm(
 def _measure(
     paired: Paired, prim: str, clusters: Clusters, counts: np.ndarray, margin: Margin
 ) -> tuple[UpgradeMetric, np.ndarray | None]:
-    new, base = paired.new[prim], paired.base[prim]
-    both = ~np.isnan(new) & ~np.isnan(base)
+    ovl_new, ovl_base = paired.ovl("new", prim), paired.ovl("base", prim)
+    both = ~np.isnan(ovl_new) & ~np.isnan(ovl_base)
+    per_call = paired.reading == CALL_READING
     out: UpgradeMetric = {
-        "metric": f"{prim}.mean_ovl",
-        "label": f"{LABELS[prim]} mean OVL",
+        "metric": f"{prim}.per_call.mean_ovl" if per_call else f"{prim}.mean_ovl",
+        "label": f"{LABELS[prim]} mean OVL" + (" per call" if per_call else ""),
         "n": int(both.sum()),
         "latent_problems": int(np.unique(clusters.codes[both]).size),
         "baseline": None,
@@ -133,15 +146,13 @@ def _measure(
         "verdict": Verdict.NOT_MEASURED,
     }
     if out["latent_problems"] < 2:
-        missing = [w for w, v in (("this run", new), ("the baseline", base)) if np.isnan(v).all()]
+        missing = [w for w, v in (("this run", ovl_new), ("the baseline", ovl_base)) if np.isnan(v).all()]
         out["reason"] = (
             f"{LABELS[prim]} was not asked in {' or '.join(missing)}"
             if missing
             else f"{LABELS[prim]} was measured on fewer than 2 latent problems in both reports"
         )
         return out, None
-    ovl_new = ovl(new, paired.p_star)
-    ovl_base = ovl(base, paired.p_star)
     d = np.where(both, ovl_new - ovl_base, 0.0)
     sums = clusters.sums(d)
     sizes = clusters.sums(both.astype(float))
@@ -159,10 +170,27 @@ def _measure(
             # Bootstrap p-values of the two one-sided tests: H0 Δ ≤ −δ (for PASS) and H0 Δ ≥ −δ₀ (for FAIL).
             "p_noninferior": float((1 + np.sum(boot <= -margin.drop)) / (boot.size + 1)),
             "p_worse": float((1 + np.sum(boot >= -margin.fail_drop)) / (boot.size + 1)),
-            "by_family": group_differences(paired.family, clusters, counts, d, both, ovl_new, ovl_base),
         }
     )
+    out["by_family"], out["by_representation"] = _cells(paired, clusters, counts, d, both, (ovl_new, ovl_base), margin)
     return out, boot
+
+
+def _cells(
+    paired: Paired,
+    clusters: Clusters,
+    counts: np.ndarray,
+    d: np.ndarray,
+    both: np.ndarray,
+    ovls: tuple[np.ndarray, np.ndarray],
+    margin: Margin,
+) -> tuple[dict[str, GroupDifference] | None, dict[str, GroupDifference] | None]:
+    """The Δ cells by family and by representation (analysis/cells.py), tested against the fail margin δ₀."""
+    family, representation = (
+        group_differences(groups, clusters, counts, d, both, *ovls, paired.instance_id, margin.fail_drop)
+        for groups in (paired.family, paired.representation)
+    )
+    return family, representation
 
 
 def _measured(metric: UpgradeMetric) -> tuple[float, float]:
@@ -210,7 +238,7 @@ def _noise(out: UpgradeMetric, paired: Paired, prim: str) -> float | None:
     of both recordings' within-rendering variances (None when unknown), the repeat noise's part of Var(D) times
     the repeats. (The SD of the answers themselves would overstate the noise in OVL, which folds the answer at
     p*: up to 2.8× in variance for a model centred on p*.)"""
-    rows = ~np.isnan(paired.new[prim]) & ~np.isnan(paired.base[prim])
+    rows = ~np.isnan(paired.ovl("new", prim)) & ~np.isnan(paired.ovl("base", prim))
     w_new = within_variance(per_repeat_ovl(paired.new_repeats[prim], paired.p_star), rows)
     w_base = within_variance(per_repeat_ovl(paired.base_repeats[prim], paired.p_star), rows)
     var_d = out["sd_d"] ** 2
@@ -220,7 +248,9 @@ def _noise(out: UpgradeMetric, paired: Paired, prim: str) -> float | None:
     )
     if w_new is None or w_base is None:
         return None
-    noise = (w_new + w_base) / paired.repeats  # ≈ 2σ_w²/r: what repeat noise adds to Var(D)
+    # ≈ 2σ_w²/r: what repeat noise adds to Var(D) (read per call, each side's own calls per rendering)
+    same = paired.new_r == paired.base_r
+    noise = (w_new + w_base) / paired.repeats if same else w_new / paired.new_r + w_base / paired.base_r
     out.update({"sigma_w": math.sqrt((w_new + w_base) / 2), "sigma_delta": math.sqrt(max(var_d - noise, 0.0))})
     return w_new + w_base
 
@@ -285,52 +315,6 @@ def _advice(
         f"say), {chance}, {afresh}{note}"
     )
     return advice
-
-
-# ---------------------------------------------------------------------------------------------- by family
-
-
-def group_differences(
-    groups: Sequence[str | None],
-    clusters: Clusters,
-    counts: np.ndarray,
-    d: np.ndarray,
-    both: np.ndarray,
-    ovl_new: np.ndarray,
-    ovl_base: np.ndarray,
-) -> dict[str, GroupDifference] | None:
-    """Per group with paired renderings (keys sorted): n, latent problems, mean OVL in the baseline and the
-    new run, their difference Δ, and its bootstrap SE and 95% interval.
-
-    d: per rendering OVL_new − OVL_base (0 where not paired); both: paired; counts: (B, J) latent-problem
-    multiplicities of the upgrade comparison's bootstrap. A group's Δ in one resample is the ratio of its resampled
-    sums, as for the whole dataset; resamples that drew none of its latent problems are left out
-    (``resamples`` says how many remain). None when an item has no group (a report without ``family``)."""
-    if any(group is None for group in groups):
-        return None
-    labels = np.asarray(groups, dtype=str)
-    out: dict[str, GroupDifference] = {}
-    for name in sorted(set(labels[both].tolist())):
-        rows = both & (labels == name)
-        numerator = counts @ clusters.sums(np.where(rows, d, 0.0))
-        denominator = counts @ clusters.sums(rows.astype(float))
-        drawn = denominator > 0
-        boot = numerator[drawn] / denominator[drawn]
-        enough = boot.size >= 2
-        out[name] = {
-            "n": int(rows.sum()),
-            "latent_problems": int(np.unique(clusters.codes[rows]).size),
-            "baseline": float(ovl_base[rows].mean()),
-            "new": float(ovl_new[rows].mean()),
-            "difference": float(d[rows].mean()),
-            "se": float(boot.std(ddof=1)) if enough else None,
-            "ci": [float(q) for q in np.quantile(boot, [(1 - GROUP_LEVEL) / 2, (1 + GROUP_LEVEL) / 2])]
-            if enough
-            else None,
-            "level": GROUP_LEVEL,
-            "resamples": int(boot.size),
-        }
-    return out
 
 
 # ---------------------------------------------------------------------------------------------- can it decide

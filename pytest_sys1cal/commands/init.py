@@ -31,6 +31,8 @@ NEW, ADD, KEEP, EXISTS = "new", "add", "keep", "exists"  # what init does with e
 
 # A version names a cassette folder and goes into YAML and shell lines: keep it to characters safe in all three.
 VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+# A model id goes into the same lines (not into a path): a few more characters that server ids use.
+MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+:/@-]{0,199}")
 
 
 class InitError(InputError):
@@ -47,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--version",
         help=f"the model version (cassette folder) CI replays; default {REFERENCE_VERSION}, the bundled reference, "
         "for jev; required for other models",
+    )
+    parser.add_argument(
+        "--model-id",
+        metavar="ID",
+        help="the model id your server answers as, when it is not the version (e.g. prod for every deployment): "
+        "the ini snippet sets sys1cal_model_id to it, and a recording sends it",
     )
     parser.add_argument(
         "--dir", type=Path, default=Path("."), help="the project's root, where the files go (default: here)"
@@ -80,7 +88,7 @@ Planned = dict[Path, tuple[str, str]]  # path → (text, what init does: NEW, AD
 
 def main(args: argparse.Namespace) -> int:
     try:
-        project = replace(_project(args.model, args.version), shards=args.shards)
+        project = replace(_project(args.model, args.version, args.model_id), shards=args.shards)
         if not args.dir.is_dir():
             raise InitError(f"--dir {args.dir}: no such directory; create it, or run init in the project's root")
         planned = _plan(args.dir, project)
@@ -132,7 +140,7 @@ def _show(planned: Planned, project: Project) -> str:
     return "\n".join(lines)
 
 
-def _project(model: str, version: str | None) -> Project:
+def _project(model: str, version: str | None, model_id: str | None = None) -> Project:
     adapter = BUILTIN_ADAPTERS.get(model)
     if adapter is None:
         raise InitError(
@@ -151,9 +159,15 @@ def _project(model: str, version: str | None) -> Project:
             f"--version {version!r}: use letters, digits and . _ + - only (it names a folder and goes into YAML "
             "and shell lines), e.g. jev-1.14.0"
         )
+    if model_id is not None and not MODEL_ID.fullmatch(model_id):
+        raise InitError(
+            f"--model-id {model_id!r}: use letters, digits and . _ + - : / @ only (it goes into YAML, TOML and shell "
+            "lines), e.g. prod or org/model:tag"
+        )
     return Project(
         model=model,
         version=version,
+        model_id=model_id if model_id != version else None,
         plugin_version=__version__,
         key_env=getattr(adapter, "key_env", None),
         key_required=bool(getattr(adapter, "key_required", False)),

@@ -15,6 +15,16 @@ WORKFLOW = ".github/workflows/sys1cal.yml"
 # the Markdown one on the pull request).
 JUNIT, REPORT, HTML = "sys1cal-junit.xml", "sys1cal-report.json", "sys1cal-report.html"
 COMMENT = "sys1cal-comment.markdown"
+# Every action the workflows use, pinned by commit (a moved tag cannot change what runs), the tag in a comment. The
+# commits of these tags were cross-checked against several public workflows pinning them (docs/setup.md says how
+# to verify them). The templates name the tag; pin_actions writes the commit.
+ACTIONS = {
+    "actions/checkout@v5": ("08c6903cd8c0fde910a37f88322edcfb5dd907a8", "v5.0.0"),
+    "actions/setup-python@v6": ("e797f83bcb11b83ae66e0230d6156d7c80228e7c", "v6.0.0"),
+    "actions/upload-artifact@v6": ("b7c566a772e6b6bfb58ed0dc250532a479d7789f", "v6.0.0"),
+    "actions/download-artifact@v7": ("37930b1c2abaa49bbe596cd826c3c89aef350131", "v7.0.0"),
+}
+ENVIRONMENT = "sys1cal-record"  # the GitHub environment the record job runs in: its secret, its reviewers, its branch
 MAX_COST_CEILING = 20  # dollars: the workflow refuses a larger max_cost input
 # The step that stops a job whose project has not set the gated version (the ini snippet init prints): without
 # it `pytest --sys1cal` would replay the bundled jev reference and gate nothing of the project's.
@@ -34,6 +44,7 @@ class Project:
     model: str
     version: str
     plugin_version: str
+    model_id: str | None = None  # the id the server answers as, when it is not the version (--model-id)
     key_env: str | None = None  # the environment variable the adapter reads the API key from
     key_required: bool = False  # recording without the key is refused (jev)
     base_url_env: str | None = None  # set in CI when the adapter's default server is on the local machine
@@ -75,14 +86,16 @@ def thresholds_file(project: Project) -> str:
         header = "".join(f"# {line}\n" if line else "#\n" for line in head)
         return f"{header}#\n{preamble(shipped)}{model_section(shipped, REFERENCE_MODEL)}"
     header = "".join(f"# {line}\n" if line else "#\n" for line in head[:-1])
-    return f"{header}\n{no_gates_yet(project.model, project.version)}"
+    return f"{header}\n{no_gates_yet(project.model, project.version, project.model_id)}"
 
 
-def no_gates_yet(model: str, version: str) -> str:
-    """A model's section with no gates yet, under a comment saying how to write them; `thresholds --update`
-    replaces the comment with the gates' own header (thresholds_update.GENERATED_MARK is in it)."""
+def no_gates_yet(model: str, version: str, model_id: str | None = None) -> str:
+    """A model's section with no gates yet but its reading (per call: a team's own recording keeps every call),
+    under a comment saying how to write them; `thresholds --update` replaces the comment with the gates' own
+    header (thresholds_update.GENERATED_MARK is in it) and keeps the reading."""
+    sent = f" --sys1cal-model-id={model_id}" if model_id else ""
     record = (
-        f"pytest --sys1cal --sys1cal-model={model} --sys1cal-model-version={version} --sys1cal-record-mode=once "
+        f"pytest --sys1cal --sys1cal-model={model} --sys1cal-model-version={version}{sent} --sys1cal-record-mode=once "
         f"--sys1cal-report={REPORT}"
     )
     lines = [
@@ -93,7 +106,12 @@ def no_gates_yet(model: str, version: str) -> str:
         f"They then hold every version of {model} without a block of its own, and --sys1cal-baseline={version}",
         "compares a later version with it, rendering by rendering.",
     ]
-    return "".join(f"# {line}\n" for line in lines) + f"{model}:\n"
+    reading = (
+        "  # The gates read each answer per call, what one request to your service gets; `mean` would read each\n"
+        "  # rendering's mean over its calls, the paper's protocol (python -m pytest_sys1cal docs thresholds).\n"
+        "  reading: call\n"
+    )
+    return "".join(f"# {line}\n" for line in lines) + f"{model}:\n{reading}"
 
 
 def workflow(project: Project) -> str:
@@ -104,31 +122,70 @@ def workflow(project: Project) -> str:
     text = (
         WORKFLOW_TEMPLATE.replace("@BASELINE@", json.dumps(""))
         .replace("@CEILING@", str(MAX_COST_CEILING))
-        .replace("@PLUGIN@", project.plugin_version)
+        .replace("@INSTALL@", json.dumps(install_source(project.plugin_version)))
         .replace("@RECORD_ENV@\n", "".join(line + "\n" for line in env))
         .replace("@EXAMPLE@", "jev-1.14.0" if project.is_reference else f"{project.model}-2")
     )
-    return text  # init --shards replaces its record job (workflow_shards.py)
+    return pin_actions(text)  # init --shards replaces its record job (workflow_shards.py)
+
+
+def pin_actions(text: str) -> str:
+    """Each `uses: <action>@<tag>` of ACTIONS as `uses: <action>@<commit>  # <tag>`; an action not in ACTIONS
+    stops here, so that no workflow is written with a tag alone."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        head, found, ref = line.partition("uses: ")
+        if found and not head.lstrip().startswith("#"):
+            action = ref.strip()
+            commit, tag = ACTIONS[action]
+            line = f"{head}uses: {action.split('@')[0]}@{commit}  # {tag}\n"
+        out.append(line)
+    return "".join(out)
 
 
 def record_env_lines(project: Project, indent: str) -> list[str]:
     """The recording step's environment: the key (a secret) and, for a server on the local machine by default,
-    the repository variable that says where the server is."""
+    the sys1cal-record environment's variable that says where the server is."""
     lines = [f"{indent}{project.key_env}: ${{{{ secrets.{project.key_env} }}}}"] if project.key_env else []
     if project.local_server and project.base_url_env:
         lines += [
-            f"{indent}# {project.model}'s default server is on the local machine: set the repository variable",
-            f"{indent}# {project.base_url_env} to the origin of the server to record from.",
+            f"{indent}# {project.model}'s default server is on the local machine: set the variable {project.base_url_env}",
+            f"{indent}# of the environment sys1cal-record to the origin of the server to record from.",
             f"{indent}{project.base_url_env}: ${{{{ vars.{project.base_url_env} }}}}",
         ]
     return lines
 
 
+def install_source(plugin_version: str) -> str:
+    """The pip requirement CI installs the plugin from: the URL this installation came from when pip recorded one
+    that CI can reach too (a wheel over https, a git repository at its commit; PEP 610's direct_url.json), else
+    the package name pinned to this version."""
+    import importlib.metadata
+
+    pinned = f"pytest-sys1cal[html]=={plugin_version}"
+    try:
+        recorded = importlib.metadata.distribution("pytest-sys1cal").read_text("direct_url.json")
+        origin = json.loads(recorded) if recorded else {}
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return pinned
+    url = origin.get("url") if isinstance(origin, dict) else None
+    if not isinstance(url, str) or not url.startswith("https://"):
+        return pinned  # installed from this machine's disk (or an editable checkout): nothing CI could fetch
+    vcs = origin.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("vcs") == "git" and isinstance(vcs.get("commit_id"), str):
+        return f"pytest-sys1cal[html] @ git+{url}@{vcs['commit_id']}"
+    if "archive_info" in origin and url.endswith(".whl"):
+        return f"pytest-sys1cal[html] @ {url}"
+    return pinned
+
+
 def ini_snippet(project: Project) -> str:
+    sent = f"sys1cal_model_id = {json.dumps(project.model_id)}\n" if project.model_id else ""
     return (
         "[tool.pytest.ini_options]\n"
         f"sys1cal_model = {json.dumps(project.model)}\n"
         f"sys1cal_model_version = {json.dumps(project.version)}\n"
+        f"{sent}"
     )
 
 
@@ -138,9 +195,15 @@ def next_steps(project: Project) -> list[str]:
     needs += [f"{project.base_url_env} set to your server's origin"] if project.local_server else []
     key = f" (with {' and '.join(needs)})" if needs else ""
     secret = (
-        f"to record in CI, add the repository secret {project.key_env}{'' if project.key_required else ' if the server needs a key'} "
-        "(Settings → Secrets and variables → Actions)"
-        + (f" and the variable {project.base_url_env}, your server's origin" if project.local_server else "")
+        f"to record in CI, create the environment {ENVIRONMENT} (Settings → Environments), limit its deployment "
+        f"branches to the default branch, and add the environment secret {project.key_env}"
+        f"{'' if project.key_required else ' if the server needs a key'}"
+        + (
+            f" and the environment variable {project.base_url_env}, your server's origin"
+            if project.local_server
+            else ""
+        )
+        + "; the workflow's record job reads them from there alone"
     )
     dispatch = (
         "Actions → sys1cal → Run workflow (version, dollar cap) records a version; unzip its cassettes artifact "
@@ -204,8 +267,9 @@ WORKFLOW_TEMPLATE = (
 # pytest-sys1cal (written by `python -m pytest_sys1cal init`): replay the committed cassettes offline on every
 # push and pull request and gate them against thresholds.yaml; record a new model version only when asked
 # (Actions → sys1cal → Run workflow), behind the GitHub environment sys1cal-record, with a dollar cap.
-# The model and the version gated are read from [tool.pytest.ini_options] (sys1cal_model, sys1cal_model_version;
-# the snippet init printed): the one place that says it, for local runs and CI alike.
+# The model and the version gated are read from [tool.pytest.ini_options] (sys1cal_model, sys1cal_model_version,
+# and sys1cal_model_id where the server's id is not the version; the snippet init printed): the one place that
+# says it, for local runs and CI alike. A replay sends the id each version folder's manifest was recorded under.
 # Every run appends its gates and tables to the job summary and uploads its reports as artifacts.
 # What each part is for: docs/setup.md of pytest-sys1cal.
 name: sys1cal
@@ -226,6 +290,11 @@ on:
         required: true
         default: "5"
         type: string
+      model_id:
+        description: "Model id to send, when it is not sys1cal_model_id in the ini (e.g. prod); empty: the ini's, else the version"
+        required: false
+        default: ""
+        type: string
 
 permissions:
   contents: read
@@ -241,11 +310,18 @@ env:
   BASELINE_VERSION: @BASELINE@
   # The largest max_cost a recording may be given, in dollars: a larger one is refused before anything runs.
   MAX_COST_CEILING: "@CEILING@"
+  # Where pytest-sys1cal is installed from, as one pip requirement: the package name pinned once it is published,
+  # a wheel URL ("pytest-sys1cal[html] @ https://…/pytest_sys1cal-X-py3-none-any.whl") or a git URL pinned to a
+  # commit ("pytest-sys1cal[html] @ git+https://…/pytest-sys1cal@<commit>"). Pinned: another plugin version may
+  # compute the tables differently; upgrade on purpose.
+  SYS1CAL_INSTALL: @INSTALL@
 
 jobs:
   replay:
     if: github.event_name != 'workflow_dispatch'
     runs-on: ubuntu-latest
+    # A replay is offline and takes about a minute; a job still running after this is stuck.
+    timeout-minutes: 30
     # A newer push to the same branch (or pull request) cancels the replay still running for the older one.
     concurrency:
       group: sys1cal-replay-${{ github.event_name }}-${{ github.event.pull_request.number || github.ref }}
@@ -258,11 +334,10 @@ jobs:
         with:
           python-version: "3.12"
           cache: pip
-          # Keyed on this file, which pins the plugin's version: a new pin starts a new cache.
+          # Keyed on this file, which holds SYS1CAL_INSTALL: a new pin starts a new cache.
           cache-dependency-path: .github/workflows/sys1cal.yml
-      # Pinned: another plugin version may compute the tables differently; upgrade on purpose.
       - name: Install pytest-sys1cal
-        run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
+        run: python -m pip install "$SYS1CAL_INSTALL"
       # If your root conftest.py imports your own package, install it too (uncomment):
       # - name: Install this project
       #   run: python -m pip install -e .
@@ -294,6 +369,7 @@ jobs:
     needs: replay
     if: ${{ !cancelled() && github.event_name == 'pull_request' && vars.SYS1CAL_PR_COMMENT == 'true' && github.event.pull_request.head.repo.full_name == github.repository }}
     runs-on: ubuntu-latest
+    timeout-minutes: 5
     permissions:
       pull-requests: write
     concurrency:
@@ -326,8 +402,12 @@ jobs:
   record:
     if: github.event_name == 'workflow_dispatch'
     runs-on: ubuntu-latest
+    # Long enough for a full recording at Jev's default pace (3,650 requests at 1,000/min, under 4 minutes) with
+    # retries and a slow local server; an interrupted recording resumes where it stopped. Raise it for a slower one.
+    timeout-minutes: 120
     # Settings → Environments → sys1cal-record: add required reviewers to approve each recording before it runs,
-    # and keep the API key as that environment's secret, where no other job can read it.
+    # limit its deployment branches to the default branch, and keep the API key as that environment's secret,
+    # where no other job can read it (docs/setup.md, "The recording environment").
     environment: sys1cal-record
     # One recording of a version at a time: a second one would pay for the same requests.
     concurrency:
@@ -335,6 +415,7 @@ jobs:
     env:
       VERSION: ${{ inputs.version }}
       MAX_COST: ${{ inputs.max_cost }}
+      MODEL_ID: ${{ inputs.model_id }}
     steps:
       # The inputs are checked before they are used: the version must be a plain name (it names a folder), the
       # cap a number of dollars no larger than MAX_COST_CEILING.
@@ -353,6 +434,10 @@ jobs:
             echo "::error::max_cost $MAX_COST is above MAX_COST_CEILING ($MAX_COST_CEILING dollars), set in the workflow"
             exit 1
           fi
+          if [[ -n "$MODEL_ID" && ! "$MODEL_ID" =~ ^[A-Za-z0-9][A-Za-z0-9._+:/@-]{0,199}$ ]]; then
+            echo "::error::the model_id input must be a model id: letters, digits and . _ + : / @ -, starting with a letter or digit"
+            exit 1
+          fi
       - uses: actions/checkout@v5
         with:
           persist-credentials: false
@@ -362,7 +447,7 @@ jobs:
           cache: pip
           cache-dependency-path: .github/workflows/sys1cal.yml
       - name: Install pytest-sys1cal
-        run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
+        run: python -m pip install "$SYS1CAL_INSTALL"
       # If your root conftest.py imports your own package, install it too (uncomment):
       # - name: Install this project
       #   run: python -m pip install -e .
@@ -373,6 +458,9 @@ jobs:
 @RECORD_ENV@
         run: |
           args=(--sys1cal "--sys1cal-model-version=$VERSION" --sys1cal-record-mode=once "--sys1cal-max-cost=$MAX_COST" --junitxml=@JUNIT@ --sys1cal-report=@REPORT@ --sys1cal-html=@HTML@)
+          if [[ -n "$MODEL_ID" ]]; then
+            args+=("--sys1cal-model-id=$MODEL_ID")
+          fi
           if [[ -n "$BASELINE_VERSION" && "$BASELINE_VERSION" != "$VERSION" ]]; then
             args+=("--sys1cal-baseline=$BASELINE_VERSION")
           fi

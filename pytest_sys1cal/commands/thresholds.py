@@ -29,9 +29,10 @@ from ..document import ReportDocument, ReportError, read_report
 from ..errors import EXIT_INPUT, InputError
 from ..files import write_atomic
 from ..gates.config import parse_thresholds
-from ..gates.schema import SECTIONS, ThresholdsError
+from ..gates.schema import MODEL_KEYS, ThresholdsError
 from ..gates.thresholds_rule import MIN_SLACK, RuleResult, threshold_rule
 from ..report.thresholds_text import SETTINGS, Shape, render_section, rule_header
+from ..vocabulary import CALL_READING, MEAN_READING
 from .thresholds_update import UpdateError, append, kept_settings, layout, replace_model, replace_version, unified
 
 FROM_REPORT = object()  # `--version` given without a name: the report's version
@@ -112,8 +113,13 @@ def main(args: argparse.Namespace) -> int:
         version = _report_model(report, "version", str(args.report)) if args.version is FROM_REPORT else args.version
         if args.update:
             _check_same_model(args, report, model, version)
+        reading = _reading(
+            report, str(args.report), None if args.paste else _Target.read(args.file, model), model, version
+        )
         try:
-            result = threshold_rule(report["items"], resamples=args.resamples, seed=args.seed, min_slack=args.min_slack)
+            result = threshold_rule(
+                report["items"], resamples=args.resamples, seed=args.seed, min_slack=args.min_slack, reading=reading
+            )
         except ValueError as exc:
             raise SectionError(f"{args.report}: {exc}") from None
         if args.update:
@@ -151,6 +157,31 @@ def _report_model(report: ReportDocument, key: Literal["name", "version"], where
         flag = "--model" if key == "name" else "--version"
         raise SectionError(f"{where}: the report names no model {key}; give one with {flag}")
     return value
+
+
+def _reading(report: ReportDocument, where: str, target: _Target | None, model: str, version: str | None) -> str:
+    """The reading the limits are written for: the one the thresholds file already sets for this model (version),
+    else per call where the report holds every call (a team's own recording), else the repeat means (cassettes
+    rebuilt from published means, such as the bundled Jev set). A call reading of a report without calls is
+    refused: its limits cannot be read per call."""
+    calls = report.get("calls")
+    measured = bool(calls and calls["measured"])
+    given = None
+    if target is not None and target.text and target.line:
+        given = parse_thresholds(target.text, str(target.path), model, version).reading
+    if given is None or given.path is None:
+        return CALL_READING if measured else MEAN_READING
+    if given.value == CALL_READING and not measured:
+        why = (
+            calls.get("reason", "no single call was recorded")
+            if calls
+            else "it was written before the per-call reading"
+        )
+        raise SectionError(
+            f"{given.said()}, but {where} has no per-call values ({why}): limits read per call cannot be written "
+            "from it; set reading: mean there, or run this on the report of a recording that keeps every call"
+        )
+    return given.value
 
 
 def _costs(report: ReportDocument) -> dict[str, float]:
@@ -277,7 +308,7 @@ def _verify_update(
     except yaml.YAMLError as exc:
         raise UpdateError(f"{target.path}: the rewritten file would not be YAML ({exc}); nothing was written") from None
     for name, section in old.items():
-        versions = [None, *(k for k in (section or {}) if k not in SECTIONS)]
+        versions = [None, *(k for k in (section or {}) if k not in MODEL_KEYS)]
         for other in versions:
             if name == model and (version is None or other == version):
                 continue  # what this update rewrites (for the model's own section: every version built on it)
@@ -347,7 +378,7 @@ class _Target:
             line=line,
             after=(keys[mine + 1][0], keys[mine + 1][1]) if mine + 1 < len(keys) else None,
             indent=children[0][0].start_mark.column if children else 2,
-            versions={k.value: k.start_mark.line + 1 for k, _v in children if k.value not in SECTIONS},
+            versions={k.value: k.start_mark.line + 1 for k, _v in children if k.value not in MODEL_KEYS},
             inherited=frozenset(
                 inherited | ({"uncertainty"} if any(g.startswith("uncertainty.") for g in inherited) else set())
             ),
@@ -408,6 +439,11 @@ def _verify(
     if result.uncertainty.flag:
         expected[f"uncertainty.{result.uncertainty.flag}"] = result.uncertainty.alpha
     got = {gate.name: gate.limit for gate in resolved.gates}
+    if resolved.reading.value != result.reading:
+        raise SectionError(
+            f"{where}: {how} there, this block's limits, written for reading {result.reading}, would be read "
+            f"{resolved.reading.value} ({resolved.reading.said()}); print it with --paste and place it by hand"
+        )
     if got != expected:
         differ = sorted(set(got.items()) ^ set(expected.items()))
         raise SectionError(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from ..errors import InputError
-from ..gates.schema import SECTIONS
+from ..gates.schema import MODEL_KEYS
 from ..vocabulary import PRIMITIVES
 from .thresholds_comments import above_lines, gather
 from .thresholds_comments import place as carry
@@ -110,7 +110,7 @@ def _entries(lines: list[str], mapping: yaml.MappingNode, end: int) -> list[_Fou
         while last > first + 1 and _belongs_to_next(lines[last - 1], indent):
             last -= 1
         inner: tuple[Entry, ...] = ()
-        if str(child.value) not in SECTIONS and isinstance(node, yaml.MappingNode) and not node.flow_style:
+        if str(child.value) not in MODEL_KEYS and isinstance(node, yaml.MappingNode) and not node.flow_style:
             inner = tuple(f.entry for f in _entries(lines, node, last))
         found.append(_Found(Entry(str(child.value), first, last, inner), indent))
     return found
@@ -136,10 +136,10 @@ def header_start(lines: list[str], key_line: int) -> int:
 
 
 def kept_settings(place: Layout, version: str | None) -> tuple[str, ...]:
-    """The settings (decisions, regression) that stay as they are in the block being replaced."""
+    """The settings (reading, decisions, regression) that stay as they are in the block being replaced."""
     block = place.entry(version) if version is not None else None
     entries = place.entries if version is None else (block.children if block is not None else ())
-    return tuple(e.key for e in entries if not e.replaced and e.key in SECTIONS)
+    return tuple(e.key for e in entries if not e.replaced and e.key in MODEL_KEYS)
 
 
 def replace_version(place: Layout, version: str, block: str) -> str:

@@ -8,7 +8,7 @@ many machines"."""
 
 from __future__ import annotations
 
-from .project_files import CHECK_INI, HTML, JUNIT, REPORT, Project, record_env_lines
+from .project_files import CHECK_INI, HTML, JUNIT, REPORT, Project, pin_actions, record_env_lines
 
 MAX_SHARDS = 64  # a matrix larger than this is more machines than a recording of the bundled 92 problems uses
 
@@ -22,14 +22,13 @@ def sharded(one_machine: str, project: Project, shards: int) -> str:
         SHARDED_JOBS.replace("@SHARDS@", str(shards))
         .replace("@MATRIX@", ", ".join(str(i) for i in range(1, shards + 1)))
         .replace("@MODEL@", project.model)
-        .replace("@PLUGIN@", project.plugin_version)
         .replace("@RECORD_ENV@\n", "".join(f"{line}\n" for line in env))
         .replace("@CHECK_INI@", CHECK_INI)
         .replace("@JUNIT@", JUNIT)
         .replace("@REPORT@", REPORT)
         .replace("@HTML@", HTML)
     )
-    return head + "\n" + text
+    return head + "\n" + pin_actions(text)
 
 
 SHARDED_JOBS = """
@@ -39,8 +38,11 @@ SHARDED_JOBS = """
   record:
     if: github.event_name == 'workflow_dispatch'
     runs-on: ubuntu-latest
+    # Each shard records its share; raise this for a slower server (an interrupted shard resumes when re-run).
+    timeout-minutes: 120
     # Settings → Environments → sys1cal-record: add required reviewers to approve each recording before it runs,
-    # and keep the API key as that environment's secret, where no other job can read it.
+    # limit its deployment branches to the default branch, and keep the API key as that environment's secret,
+    # where no other job can read it (docs/setup.md, "The recording environment").
     environment: sys1cal-record
     # One recording of each shard of a version at a time: a second one would pay for the same requests.
     concurrency:
@@ -84,7 +86,7 @@ SHARDED_JOBS = """
           cache: pip
           cache-dependency-path: .github/workflows/sys1cal.yml
       - name: Install pytest-sys1cal
-        run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
+        run: python -m pip install "$SYS1CAL_INSTALL"
       # If your root conftest.py imports your own package, install it too (uncomment):
       # - name: Install this project
       #   run: python -m pip install -e .
@@ -124,6 +126,7 @@ SHARDED_JOBS = """
     needs: record
     if: github.event_name == 'workflow_dispatch'
     runs-on: ubuntu-latest
+    timeout-minutes: 30
     env:
       VERSION: ${{ inputs.version }}
     steps:
@@ -136,7 +139,7 @@ SHARDED_JOBS = """
           cache: pip
           cache-dependency-path: .github/workflows/sys1cal.yml
       - name: Install pytest-sys1cal
-        run: python -m pip install "pytest-sys1cal[html]==@PLUGIN@"
+        run: python -m pip install "$SYS1CAL_INSTALL"
       # If your root conftest.py imports your own package, install it too (uncomment):
       # - name: Install this project
       #   run: python -m pip install -e .

@@ -13,16 +13,19 @@ from typing import Any
 import yaml
 
 from ..defaults import ALPHA, DEFAULT_ROUNDS, DEFAULT_SPENDING, SPENDING, UPGRADE_DROP, UPGRADE_RESAMPLES
-from ..vocabulary import PRIMITIVES
+from ..vocabulary import PRIMITIVES, READINGS
 from .kinds import KINDS, Gate, kinds_in
 from .schema import (
     INCONCLUSIVE_CHOICES,
     LAMBDA_FLAGS,
     MAX_ROUNDS,
+    MODEL_KEYS,
+    READING_KEY,
     REGRESSION_MARGIN_KEYS,
     SECTIONS,
     SEQUENTIAL,
     SEQUENTIAL_KEYS,
+    Reading,
     Thresholds,
     ThresholdsError,
     UpgradeConfig,
@@ -49,15 +52,17 @@ def load_thresholds(
     version: str | None = None,
     *,
     known_models: Iterable[str] | None = None,
+    shown: str | None = None,
 ) -> Thresholds:
-    """Read, validate and resolve thresholds.yaml for one model and version. Raises ThresholdsError."""
+    """Read, validate and resolve thresholds.yaml for one model and version, naming it `shown` (as the user would
+    type it; default its path) in messages, the report and the HTML. Raises ThresholdsError."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ThresholdsError(f"{path}: cannot read the thresholds file: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ThresholdsError(f"{path}: the thresholds file is not UTF-8 text ({exc.reason})") from None
-    return parse_thresholds(text, str(path), model, version, known_models=known_models)
+    return parse_thresholds(text, shown or str(path), model, version, known_models=known_models)
 
 
 def parse_thresholds(
@@ -109,7 +114,11 @@ class _Layers(Nodes):
 
     def resolve(self, model: str, version: str | None, base: _Layer, layer: _Layer | None) -> dict[str, Any]:
         merged = _merge(base, layer) if layer is not None else {k: dict(v or {}) for k, v in base.items()}
+        reading = (merged.get(READING_KEY) or {}).get(READING_KEY)
         return {
+            "reading": Reading(reading.value, reading.path, reading.line, self.filename)
+            if reading
+            else Reading(file=self.filename),
             "gates": self.build_gates(merged),
             "decisions": {k: v.value for k, v in (merged.get("decisions") or {}).items() if v.value is not None},
             "regression": self.build_regression(merged.get("regression") or {}, model, version),
@@ -305,16 +314,22 @@ class _Reader(_Leaves):
         base: _Layer = {}
         versions: dict[str, tuple[_Layer, int]] = {}
         for key, key_node, value in self.mapping(node, model, f"model '{model}'"):
-            if key in SECTIONS:
+            if key == READING_KEY:
+                base[key] = self.reading(value, join(model, key))
+            elif key in SECTIONS:
                 base[key] = self.section(model, key, value)
             elif self.looks_like_version(key, value):
                 vpath = f"{model}[{key}]"
                 layer: _Layer = {}
                 if not is_null(value):
                     for skey, skey_node, svalue in self.mapping(value, vpath, f"version '{key}'"):
+                        if skey == READING_KEY:
+                            if not is_null(svalue):  # null: the model's reading, as an absent key
+                                layer[skey] = self.reading(svalue, join(vpath, skey))
+                            continue
                         if skey not in SECTIONS:
                             self.misplaced_gate(skey, skey_node, vpath)
-                            raise self.unknown(line_of(skey_node), join(vpath, skey), skey, SECTIONS)
+                            raise self.unknown(line_of(skey_node), join(vpath, skey), skey, MODEL_KEYS)
                         layer[skey] = self.section(vpath, skey, svalue)
                 versions[key] = (layer, line_of(key_node))
             else:
@@ -323,7 +338,7 @@ class _Reader(_Leaves):
                     line_of(key_node),
                     join(model, key),
                     key,
-                    SECTIONS,
+                    MODEL_KEYS,
                     ", or a model version (e.g. 'jev-1.14.0') holding those sections",
                 )
         return base, versions
@@ -337,13 +352,27 @@ class _Reader(_Leaves):
                 f"(e.g. {parent}.choice.{key}). Allowed keys here: {', '.join(SECTIONS)}.",
             )
 
+    def reading(self, node: yaml.Node, path: str) -> dict[str, _Value] | None:
+        """`reading: call` or `mean`, as a one-key layer entry (so a version's replaces the model's); None for null."""
+        if is_null(node):
+            return None
+        value = self.scalar(node)
+        if not isinstance(value, str) or value not in READINGS:
+            raise self.fail(
+                line_of(node),
+                path,
+                f"expected call or mean, got {node_text(node)}: call reads each answer per call (what one request to "
+                "the service gets), mean reads each rendering's mean over its calls (the paper's protocol)",
+            )
+        return {READING_KEY: _Value(value, line_of(node), path)}
+
     def looks_like_version(self, key: str, node: yaml.Node) -> bool:
         """A version key's value is a mapping of sections (or null). A key close to a section name whose
         value holds no section is a typo of that section, not a version."""
         if not (is_null(node) or isinstance(node, yaml.MappingNode)):
             return False
         keys = [] if is_null(node) else [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
-        if any(k in SECTIONS for k in keys):
+        if any(k in MODEL_KEYS for k in keys):
             return True
         return not difflib.get_close_matches(key, SECTIONS, n=1, cutoff=0.75)
 

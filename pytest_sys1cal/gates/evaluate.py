@@ -13,8 +13,9 @@ from .schema import Thresholds
 
 def evaluate(thresholds: Thresholds, report: ReportDocument) -> list[GateRow]:
     """One row per configured gate, in file-independent order (primitives, then uncertainty): "passed",
-    "FAILED", or "not measured" when what it reads is absent from this run."""
-    return [gate.evaluate(report) for gate in thresholds.gates]
+    "FAILED", or "not measured" when what it reads is absent from this run; read as thresholds.yaml's `reading`
+    says (per call, or the repeat means)."""
+    return [gate.evaluate(report, thresholds.reading.value) for gate in thresholds.gates]
 
 
 def not_applicable(rows: Iterable[GateRow], why: str) -> list[GateRow]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..defaults import ALPHA
 from ..document import ReportDocument
-from ..vocabulary import LABELS, PRIMITIVES, Verdict
+from ..vocabulary import CALL_READING, LABELS, MEAN_READING, PRIMITIVES, Verdict
 from .rows import GateRow
 
 if TYPE_CHECKING:
@@ -42,8 +42,8 @@ class Gate:
     def key(self) -> str:
         return self.kind.key
 
-    def evaluate(self, report: ReportDocument) -> GateRow:
-        return self.kind.evaluate(self, report)
+    def evaluate(self, report: ReportDocument, reading: str = MEAN_READING) -> GateRow:
+        return self.kind.evaluate(self, report, reading)
 
 
 class GateKind(ABC):
@@ -62,8 +62,13 @@ class GateKind(ABC):
         """The gate's limit from the key's value and the other keys of its section; None: no gate."""
 
     @abstractmethod
-    def evaluate(self, gate: Gate, report: ReportDocument) -> GateRow:
-        """The gate judged on this run's report ("not measured" when what it reads is absent)."""
+    def evaluate(self, gate: Gate, report: ReportDocument, reading: str = MEAN_READING) -> GateRow:
+        """The gate judged on this run's report ("not measured" when what it reads is absent), under the
+        reading thresholds.yaml says decides (a kind without a per-call value reads the repeat means)."""
+
+    def per_call(self) -> bool:
+        """Whether the reading changes what this kind reads (it has a per-call value)."""
+        return False
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,7 @@ class Bound(GateKind):
     high: float = 1.0
     transform: Callable[[float], float] | None = None
     explain_failure: Callable[[float], str] | None = None  # more words for a failure, from the raw value
+    call_path: tuple[str, ...] | None = None  # the per-call value read under `reading: call` (analysis/calls.py)
 
     def read(self, reader: Reader, node: yaml.Node, path: str) -> Any:
         return reader.number(node, path, 0.0, self.high)
@@ -87,11 +93,19 @@ class Bound(GateKind):
     def limit(self, value: Any, section: Mapping[str, Any]) -> float | None:
         return value
 
-    def evaluate(self, gate: Gate, report: ReportDocument) -> GateRow:
+    def per_call(self) -> bool:
+        return self.call_path is not None
+
+    def evaluate(self, gate: Gate, report: ReportDocument, reading: str = MEAN_READING) -> GateRow:
         prim = gate.section
         label, metric = f"{LABELS[prim]} {self.what}", self.metric.format(p=prim)
+        paths = self.paths
+        if reading == CALL_READING and self.call_path is not None:
+            # Never the repeat means read as calls: a report with no single call leaves it not measured.
+            label, paths = f"{label} per call", (self.call_path,)
+            metric = ".".join(part.format(p=prim) for part in self.call_path)
         raw, reason = None, ""
-        for path in self.paths:
+        for path in paths:
             raw, reason = lookup(report, tuple(part.format(p=prim) for part in path))
             if raw is not None:
                 metric = ".".join(part.format(p=prim) for part in path) if self.transform is None else metric
@@ -130,7 +144,7 @@ class LambdaTest(GateKind):
         alpha = section.get("alpha")
         return (ALPHA if alpha is None else alpha) if value is True else None
 
-    def evaluate(self, gate: Gate, report: ReportDocument) -> GateRow:
+    def evaluate(self, gate: Gate, report: ReportDocument, reading: str = MEAN_READING) -> GateRow:
         p, reason = lookup(report, ("uncertainty", "test", "p_value"))
         metric, alpha = "uncertainty.test.p_value", f"{gate.limit:g}"
         if p is None:
@@ -170,9 +184,21 @@ def _first_wins(raw: float) -> str:
 KINDS: dict[str, GateKind] = {
     kind.key: kind
     for kind in (
-        Bound("min_mean_ovl", "min", (("primitives", "{p}", "mean_ovl"),), "mean OVL", "primitives.{p}.mean_ovl"),
         Bound(
-            "min_median_ovl", "min", (("primitives", "{p}", "median_ovl"),), "median OVL", "primitives.{p}.median_ovl"
+            "min_mean_ovl",
+            "min",
+            (("primitives", "{p}", "mean_ovl"),),
+            "mean OVL",
+            "primitives.{p}.mean_ovl",
+            call_path=("primitives", "{p}", "per_call", "mean_ovl"),
+        ),
+        Bound(
+            "min_median_ovl",
+            "min",
+            (("primitives", "{p}", "median_ovl"),),
+            "median OVL",
+            "primitives.{p}.median_ovl",
+            call_path=("primitives", "{p}", "per_call", "median_ovl"),
         ),
         Bound(
             "max_mean_pairwise_tv",
@@ -194,9 +220,31 @@ KINDS: dict[str, GateKind] = {
             (("calibration", "{p}", "ece"), ("calibration", "{p}", "ece_equal_width")),
             "ECE (15 equal-width bins, target p*)",
             "calibration.{p}.ece",
+            call_path=("calibration", "{p}", "per_call", "ece"),
         ),
         Bound(
-            "max_brier", "max", (("calibration", "{p}", "brier"),), "Brier (mean (p − p*)²)", "calibration.{p}.brier"
+            "max_brier",
+            "max",
+            (("calibration", "{p}", "brier"),),
+            "Brier (mean (p − p*)²)",
+            "calibration.{p}.brier",
+            call_path=("calibration", "{p}", "per_call", "brier"),
+        ),
+        # Optional: the Brier decomposition's parts against p* (docs/statistics.md §8.1), which the shipped file
+        # does not set; `python -m pytest_sys1cal thresholds` writes them by the same rule as the others.
+        Bound(
+            "max_mcb",
+            "max",
+            (("decomposition", "{p}", "mcb"),),
+            "miscalibration MCB (Brier decomposition against p*)",
+            "decomposition.{p}.mcb",
+        ),
+        Bound(
+            "min_dsc",
+            "min",
+            (("decomposition", "{p}", "dsc"),),
+            "discrimination DSC (Brier decomposition against p*)",
+            "decomposition.{p}.dsc",
         ),
         Bound(
             "max_swap_shift",

@@ -8,10 +8,14 @@ from dataclasses import dataclass, field
 
 from ..defaults import ALPHA, DEFAULT_ROUNDS, DEFAULT_SPENDING, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
 from ..errors import InputError
-from ..vocabulary import PRIMITIVES
+from ..vocabulary import CALL_READING, MEAN_READING, PRIMITIVES
 from .kinds import KINDS, Gate, LambdaTest, kinds_in
 
 SECTIONS = (*PRIMITIVES, "uncertainty", "decisions", "regression")
+# A model's section (and a version's block) holds its sections and one setting that is not a section: which
+# reading of the answers decides its gates (vocabulary.READINGS; docs/thresholds.md, "The reading").
+READING_KEY = "reading"
+MODEL_KEYS = (*SECTIONS, READING_KEY)
 
 
 class ThresholdsError(InputError):
@@ -71,6 +75,38 @@ class UpgradeConfig:
 
 
 @dataclass(frozen=True)
+class Reading:
+    """Which reading of the answers decides the gates of one model and version (``reading: call`` or ``mean``),
+    and the key path and line that set it; `path` None: no key sets it, the default (mean) is in force."""
+
+    value: str = MEAN_READING
+    path: str | None = None
+    line: int = 0
+    file: str | None = None  # the thresholds file; None: the run has none
+
+    def said(self) -> str:
+        """Where the reading comes from, for messages: "thresholds.yaml:3 systemone.reading: call"."""
+        if self.path is None:
+            return (
+                f"{self.file} sets no reading: the default, {self.value}"
+                if self.file
+                else f"the default reading, {self.value}"
+            )
+        return f"{self.file}:{self.line} {self.path}: {self.value}"
+
+    def refusal(self, holder: str, per_answer: int) -> str | None:
+        """Why `holder` (a cassette folder, a baseline) cannot be read under this reading, as one line; None when
+        it can. Cassettes whose answers are means of several calls hold no single call to read per call."""
+        if self.value != CALL_READING or per_answer <= 1:
+            return None
+        return (
+            f"{self.said()}, but {holder} holds {per_answer}-call means (each answer rebuilt from a published "
+            "mean), not single calls, so nothing in it can be read per call: set reading: mean for this model or "
+            'version (python -m pytest_sys1cal docs thresholds, "The reading"), or record the version afresh'
+        )
+
+
+@dataclass(frozen=True)
 class Thresholds:
     """The gates that apply to one model (and version), after merging the version's overrides."""
 
@@ -84,6 +120,7 @@ class Thresholds:
     versions: tuple[str, ...] = ()  # version keys present under this model
     notice: str | None = None  # why nothing applies (no section for this model), for the summary
     lines: Mapping[str, int] = field(default_factory=dict)  # each layer's key line in the file
+    reading: Reading = field(default_factory=Reading)
 
     @property
     def inherited(self) -> bool:
@@ -108,10 +145,12 @@ class Thresholds:
         names = {"error_cost": "error_cost", "deferral_cost": "defer_cost"}
         return {names[k]: v for k, v in self.decisions.items()}
 
-    def describe(self) -> str:
+    def describe(self, shown: str | None = None) -> str:
+        """The file (as `shown`, e.g. relative to where pytest ran; else its path), its sections and gates."""
+        path = self.path if shown is None else shown
         if not self.layers:
-            return f"{self.path}: {self.notice or 'no gates'}"
+            return f"{path}: {self.notice or 'no gates'}"
         if not self.gates:
-            return f"{self.path}: {' + '.join(self.layers)} (no gates)"
+            return f"{path}: {' + '.join(self.layers)} (no gates)"
         inherited = f"; {self.version} has no block of its own and inherits them" if self.inherited else ""
-        return f"{self.path}: {' + '.join(self.layers)} ({len(self.gates)} gates{inherited})"
+        return f"{path}: {' + '.join(self.layers)} ({len(self.gates)} gates{inherited})"

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.calls import call_probabilities
 from ..analysis.items import ItemTable, aggregate_items, remeasured
 from ..analysis.latent import ROUNDING
 from ..analysis.primitives import primitive_probabilities
@@ -44,7 +45,7 @@ from ..analysis.stats import Clusters
 from ..analysis.student_t import t_ppf
 from ..defaults import RULE_MIN_RESAMPLES, RULE_RESAMPLES
 from ..document import Item
-from ..vocabulary import PRIMITIVES
+from ..vocabulary import CALL_READING, MEAN_READING, PRIMITIVES
 from .rule_statistics import CHOICE_GATES, PRIMITIVE_GATES, REPEAT_RESAMPLES, repeat_spread, statistics
 from .rule_statistics import weighted_median as _weighted_median  # noqa: F401  (the tests check it here)
 
@@ -97,6 +98,7 @@ class RuleResult:
     repeats: int = 1  # repeats per rendering (the median): noise is measured from 2 on
     repeat_resamples: int = 0  # 0: the repeat noise was not measured
     min_slack: float = MIN_SLACK
+    reading: str = MEAN_READING  # which reading the limits were written for (thresholds.yaml's `reading`)
 
 
 def threshold_rule(
@@ -106,9 +108,11 @@ def threshold_rule(
     seed: int = 0,
     min_slack: float = MIN_SLACK,
     repeat_resamples: int = REPEAT_RESAMPLES,
+    reading: str = MEAN_READING,
 ) -> RuleResult:
-    """The limits the rule gives for a run's items (a report's ``items``). Raises ValueError when there is
-    nothing to resample (fewer than 2 latent problems), resamples < RULE_MIN_RESAMPLES or a negative slack."""
+    """The limits the rule gives for a run's items (a report's ``items``), read as thresholds.yaml's `reading`
+    will read them (per call: OVL, ECE and Brier over single calls). Raises ValueError when there is nothing to
+    resample (fewer than 2 latent problems), resamples < RULE_MIN_RESAMPLES or a negative slack."""
     if resamples < RULE_MIN_RESAMPLES:
         raise ValueError(f"resamples must be at least {RULE_MIN_RESAMPLES}, got {resamples}")
     if not 0 <= min_slack < 1:
@@ -120,9 +124,12 @@ def threshold_rule(
     rng = np.random.default_rng(seed)
     draws = clusters.resample_counts(rng, resamples)
     weights = np.vstack([np.ones(clusters.count), draws])  # row 0: the run itself
-    stats = statistics(primitive_probabilities(table), table.p_choice_swapped, table, clusters.codes, weights)
+    per_call = reading == CALL_READING
+    calls = call_probabilities(table.samples) if per_call else None
+    probs = primitive_probabilities(table)
+    stats = statistics(probs, table.p_choice_swapped, table, clusters.codes, weights, calls)
     # The repeats are drawn after the problems, from the same seeded stream: the problem SEs stay as they were.
-    spread, repeats = repeat_spread(table, clusters.codes, rng, repeat_resamples)
+    spread, repeats = repeat_spread(table, clusters.codes, rng, repeat_resamples, per_call=per_call)
     limits: list[Limit] = []
     for prim in PRIMITIVES:
         for key, bound, high in PRIMITIVE_GATES + (CHOICE_GATES if prim == "choice" else ()):
@@ -138,6 +145,7 @@ def threshold_rule(
         repeats=repeats,
         repeat_resamples=repeat_resamples if spread else 0,
         min_slack=min_slack,
+        reading=reading,
     )
 
 
@@ -172,11 +180,15 @@ def margin_of(key: str, value: float, se: float, repeat_se: float | None, min_sl
     return max(candidates, key=lambda pair: pair[0])
 
 
+# The statistics in squared-error units (the Brier score and its decomposition's parts), whose slack is scaled.
+SQUARED = ("max_brier", "max_mcb", "min_dsc")
+
+
 def slack_for(key: str, value: float, min_slack: float) -> float:
     """The minimum slack in the statistic's own units. It is stated on the probability scale, where every
-    statistic but Brier lives; Brier, a mean of squared errors, takes what moving every answer by the slack s
-    does to it at most: 2·√Brier·s + s²."""
-    if key == "max_brier":
+    statistic but the squared-error ones lives; Brier, a mean of squared errors, takes what moving every answer
+    by the slack s does to it at most, 2·√Brier·s + s², and so do the parts of its decomposition, MCB and DSC."""
+    if key in SQUARED:
         return 2 * math.sqrt(max(value, 0.0)) * min_slack + min_slack**2
     return min_slack
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ..document import ModelBlock
 from ..document_upgrade import Design, Margins, SetBy, UpgradeDetails
-from ..vocabulary import LABELS, Verdict
+from ..vocabulary import CALL_READING, LABELS, Verdict
 from .rows import GateRow, is_tolerated
 from .schema import UpgradeConfig
 
@@ -148,4 +148,6 @@ def _design_notice(short: Sequence[tuple[UpgradeDetails, Design]]) -> str:
 
 def _repeats_said(details: UpgradeDetails) -> str:
     repeats = int(details.get("repeats") or 1)
+    if details.get("reading") == CALL_READING:
+        return f"each value the mean over {repeats} call{'s' if repeats != 1 else ''} of their own OVL (read per call)"
     return f"each value the mean of {repeats} model repeat{'s' if repeats != 1 else ''}"

@@ -1,16 +1,23 @@
 """The upgrade verdict: the report's top-level ``comparison`` block, written only when a baseline is in force.
 It says what was compared (both versions, where the baseline came from) and how it ended, in one line every
-renderer leads with (``upgrade jev-1.13.0 → jev-1.14.0: FAILED (Noul Δ −0.082, Score Δ −0.065 shown worse;
-Choice passed)``); the absolute gates of thresholds.yaml keep a line of their own beside it; and every paired
+renderer leads with (``upgrade jev-1.13.0 → jev-1.14.0, 10-call mean: FAILED (Noul Δ −0.082, Score Δ −0.065
+shown worse; Choice passed)``); the absolute gates of thresholds.yaml keep a line of their own beside it; and every paired
 rendering, the one that dropped most first, with the node id that re-runs it (docs/report.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..document import ReportDocument
-from ..document_upgrade import AbsoluteGates, BaselineSide, ComparedSide, Comparison, PrimitiveComparison
-from ..vocabulary import LABELS, PRIMITIVES, Verdict
+from ..document import ReportDocument, averaged_calls
+from ..document_upgrade import (
+    AbsoluteGates,
+    BaselineSide,
+    ComparedSide,
+    Comparison,
+    PrimitiveComparison,
+    ReadingVerdict,
+)
+from ..vocabulary import CALL_READING, LABELS, MEAN_READING, PRIMITIVES, Verdict, reading_label
 from .rows import GateRow, Outcome, is_tolerated, outcome, summarize
 
 # The upgrade's verdict from its rows' outcome (gates/rows.py decides it, as for the whole run).
@@ -33,14 +40,16 @@ def comparison_block(
     origin: str,
     location: str,
     node_ids: Mapping[str, str] | None = None,
+    other: ReadingVerdict | None = None,
 ) -> Comparison:
     """The ``comparison`` block of `report` (its gates `gates` judged, the upgrade rows among them) against the
     `baseline` report, which came from `origin` at `location`; `node_ids`: instance id → the node id that
-    re-runs the rendering (None: not known, e.g. a report assembled outside a pytest run)."""
-    from ..analysis.rendering_moves import rendering_moves
+    re-runs the rendering (None: not known, e.g. a report assembled outside a pytest run); `other`: the
+    comparison under the reading that did not decide (gates/upgrade.py, other_reading)."""
+    from ..analysis.rendering_moves import chance_spreads, rendering_moves
 
     summary = summarize(gates)
-    primitives = {gate.primitive: _primitive(gate) for gate in summary.upgrade}
+    primitives = {gate.primitive: primitive_comparison(gate) for gate in summary.upgrade}
     verdict = VERDICTS[outcome(summary.upgrade)]
     base, new = baseline["model"], report["model"]
     candidate: ComparedSide = {"model": new["name"], "version": new["version"], "source": new.get("source")}
@@ -51,12 +60,21 @@ def comparison_block(
         "origin": origin,
         "location": location,
     }
+    for named, model in ((candidate, new), (side, base)):
+        if model.get("model_id"):  # a version recorded under a model id of its own: named beside it
+            named["model_id"] = model["model_id"]
+    reading = next((gate.details.get("reading") for gate in summary.upgrade if gate.details), None) or MEAN_READING
+    label = reading_label(reading, averaged_calls(report))
     compared = [prim for prim in PRIMITIVES if primitives.get(prim, {}).get("difference") is not None]
-    moves = rendering_moves(report, baseline, compared)
+    moves = rendering_moves(report, baseline, compared, reading)
+    for prim, spread in chance_spreads(report, baseline, compared, reading).items():
+        primitives[prim]["chance"] = spread
     paired = next((gate.details["matched"] for gate in summary.upgrade if gate.details), len(moves))
     said = decided_by(verdict, primitives)
-    return {
-        "headline": f"{compared_names(side, candidate)}: {verdict}" + (f" ({said})" if said else ""),
+    block: Comparison = {
+        "headline": f"{compared_names(side, candidate)}, {label}: {verdict}" + (f" ({said})" if said else ""),
+        "reading": reading,
+        "reading_label": label,
         "summary": said,
         "verdict": verdict,
         "baseline": side,
@@ -66,9 +84,35 @@ def comparison_block(
         "absolute_gates": absolute_gates(summary.absolute),
         "renderings": [{**row, "node_id": (node_ids or {}).get(row["instance_id"])} for row in moves],
     }
+    cells = next((gate.details["cells"] for gate in summary.upgrade if gate.details and "cells" in gate.details), None)
+    if cells:  # how the Δ cells were marked (the same in every row of one comparison)
+        block["cells"] = cells
+    if other is not None:
+        block["other_reading"] = other
+    return block
 
 
-def _primitive(gate: GateRow) -> PrimitiveComparison:
+def disagreement(comparison: Comparison) -> str | None:
+    """The notice when the reading that did not decide would give another verdict (overall or for a primitive),
+    naming both and which decided; None when they agree or the other could not be compared."""
+    other = comparison.get("other_reading")
+    if other is None or "primitives" not in other:
+        return None
+    ours = {prim: row["verdict"] for prim, row in comparison["primitives"].items()}
+    theirs = {prim: row["verdict"] for prim, row in other["primitives"].items()}
+    if ours == theirs and comparison["verdict"] == other["verdict"]:
+        return None
+    said = comparison["summary"]
+    read = other["label"] if other["reading"] == CALL_READING else f"as {other['label']}s"
+    return (
+        f"the two readings disagree: {comparison['reading_label']}, the reading that decides, the upgrade "
+        f"{comparison['verdict']}" + (f" ({said})" if said else "") + f"; read {read} it would be "
+        f"{other['verdict']}" + (f" ({other['summary']})" if other["summary"] else "") + ". thresholds.yaml's "
+        'reading says which decides (python -m pytest_sys1cal docs thresholds, "The reading")'
+    )
+
+
+def primitive_comparison(gate: GateRow) -> PrimitiveComparison:
     """The reviewer's numbers of one upgrade-gate row, read from its details (every upgrade row has them)."""
     out: PrimitiveComparison = {"verdict": str(gate.verdict), "tolerated": is_tolerated(gate)}
     details = gate.details
@@ -91,8 +135,12 @@ def _primitive(gate: GateRow) -> PrimitiveComparison:
                 "lower_level": details["lower_level"],
                 "upper": details["upper"],
                 "upper_level": details["upper_level"],
+                "p_noninferior": details["p_noninferior"],
+                "p_worse": details["p_worse"],
             }
         )
+    if "why" in details:  # why it moved (docs/statistics.md §8.5)
+        out["why"] = details["why"]
     if "reason" in details:  # not compared, and why
         out["reason"] = details["reason"]
     return out
@@ -104,8 +152,10 @@ def signed(value: float) -> str:
 
 
 def side_name(side: ComparedSide, other: ComparedSide) -> str:
-    """A side's version, with its model when the two sides are of different models."""
-    return side["version"] if side["model"] == other["model"] else f"{side['model']} {side['version']}"
+    """A side's version, with its model when the two sides are of different models; a version recorded under a
+    model id of its own as "prod (my-model-1)", the id sent to the server and the version's own name."""
+    version = f"{side['model_id']} ({side['version']})" if side.get("model_id") else side["version"]
+    return version if side["model"] == other["model"] else f"{side['model']} {version}"
 
 
 def compared_names(baseline: ComparedSide, candidate: ComparedSide) -> str:

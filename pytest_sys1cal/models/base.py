@@ -126,6 +126,19 @@ class ModelAdapter(ABC):
     # instead of parsing its cassette. Off unless an adapter's own class says so: a subclass does not inherit
     # it (it may override `parse` with anything).
     replay_cache: ClassVar[bool] = False
+    # The model id sent to the server and pinned, where it is not the version (--sys1cal-model-id, or the one a
+    # version folder's manifest says it was recorded under): the run sets it; None sends the version.
+    model_id: str | None = None
+
+    @property
+    def sent_model(self) -> str:
+        """The model id every request names and the server-reported model is checked against."""
+        return self.model_id or self.version
+
+    @property
+    def model_id_source(self) -> str:
+        """Where the id sent comes from, for the messages that name it."""
+        return "--sys1cal-model-id" if self.model_id else "--sys1cal-model-version"
 
     def __init__(self, version: str | None, base_url: str | None, environ: Mapping[str, str]):
         self.version = version or self.default_version

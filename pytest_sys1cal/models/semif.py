@@ -17,7 +17,16 @@ from ..errors import InputError, MeasurementError
 from ..questions import CHOICE_OPTIONS, NOUL, SCORE, build_questions
 from ..strict_json import DuplicateKey
 from ..vocabulary import SCORE_LEVELS
-from .base import AnswerError, ModelAdapter, ServerError, WireRequest, WireResponse, check_probability, quote
+from .base import (
+    AnswerError,
+    ModelAdapter,
+    ServerError,
+    WireRequest,
+    WireResponse,
+    check_probability,
+    names_unknown_model,
+    quote,
+)
 
 LETTERS = "ABCDEFGHIJKLMNOP"
 PROMPT_VERSION = "sys1cal-semif-direct-options-v1"
@@ -230,7 +239,9 @@ class SemIfAdapter(ModelAdapter):
         """The server's error; a route it does not have (404, 405) is the prompt mode's, the same for every request:
         the run stops at once, naming the setting that asks the other route."""
         error = super().error(response)
-        if response.status not in (404, 405):
+        # A 404 that says the model sent is unknown is the model's, not the route's: the recording's own check
+        # (recording/give_up.py) names the models the server serves.
+        if response.status not in (404, 405) or names_unknown_model(response, self.version, error.message):
             return error
         other = "chat" if self.mode == "completion" else "completion"
         return ServerError(
@@ -245,7 +256,7 @@ class SemIfAdapter(ModelAdapter):
     def body(self, state: Any, question: Mapping[str, Any]) -> dict[str, Any]:
         """The request body that asks one question."""
         user, _ = user_prompt(state, question)
-        common = {"model": self.version, "max_tokens": 1, "temperature": 0, "cache_prompt": False}
+        common = {"model": self.sent_model, "max_tokens": 1, "temperature": 0, "cache_prompt": False}
         if self.mode == "completion":
             prompt = f"{SYSTEM}\n\n{user}\n\n{self.prefill}"
             return {**common, "prompt": prompt, "logprobs": self.top_k}

@@ -7,6 +7,7 @@ answers the questions in isolation, which is also how the paper queried Jev.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -35,6 +36,11 @@ ANSWER_TYPES = {"noul": ("noul", "boolean"), "choice": ("choice",), "score": ("s
 # stay under 0.01), or the answer contradicts itself and fails the item.
 NOUL_SIDES = (("yes", "no"), ("true", "false"))
 NOUL_AGREEMENT = 0.02
+# The wire contract's MUSTs on the fields that restate the probabilities (docs/wire.md §1): `choice` is the top
+# option within the rounding of two decimals, and `score` = Σ i·p_i within 0.02 + r·(1 + n(n−1)/2), r = 0.005
+# (0.25 for ten levels). A server that breaks them may have put its probabilities under the wrong keys.
+CHOICE_ARGMAX = 0.005
+SCORE_EXPECTATION = 0.02 + 0.005 * (1 + SCORE_LEVELS * (SCORE_LEVELS - 1) / 2)
 # typed-gguf's errors on /v1/systemone: a 500 whose `detail` is "E_CODE: message". These codes are its
 # verdict on the server's setup (every request fails alike: stop the run) or on this request (the same
 # request fails again: fail the item at once); any other 5xx is retried as usual.
@@ -65,10 +71,10 @@ class SystemOneAdapter(ModelAdapter):
         # encoding the whole body (object keys keep their order, the separators are the same), without parsing
         # the state or encoding questions that an earlier rendering with the same texts was asked.
         encoded = (
-            f'{{"model":{encode_json(self.version)},"state":{rendering.state_json},'
+            f'{{"model":{encode_json(self.sent_model)},"state":{rendering.state_json},'
             f'"questions":{_questions_json(QuestionTexts.of(rendering), question_ids)}}}'
         ).encode()
-        body = _Body(self.version, rendering, question_ids)
+        body = _Body(self.sent_model, rendering, question_ids)
         return [WireRequest("POST", f"{self.base_url}/v1/systemone", body, self.json_headers(), encoded)]
 
     def parse(self, question_ids: Sequence[str], responses: Sequence[WireResponse]) -> dict[str, Any]:
@@ -101,8 +107,9 @@ class SystemOneAdapter(ModelAdapter):
         if status < 500 and MODEL_NOT_FOUND.search(message):
             return ServerError(
                 status,
-                f"{message} (the server does not know the model {self.version!r}, which the plugin sends from "
-                "--sys1cal-model-version: name one it serves; typed-gguf takes a registry alias or jev-latest)",
+                f"{message} (the server does not know the model {self.sent_model!r}, which the plugin sends from "
+                f"{self.model_id_source}: name one it serves with --sys1cal-model-id; typed-gguf takes a registry "
+                "alias or jev-latest)",
                 fatal=True,
             )
         match = TYPED_ERROR.match(message) if status == 500 else None
@@ -152,11 +159,13 @@ def _parse_answer(qid: str, answer: dict[str, Any]) -> Any:
     Tolerated, because servers that speak this wire differ there (docs/wire.md §1, docs/engines.md):
     extra fields in an answer or the envelope (a ``semif`` block, ``x_`` extensions and unprefixed ones,
     even a NaN in a field not read), a missing ``usage`` or ``confidence``, a confidence out of range or
-    computed another way, a Score legend that is an object, a list, 1-based or absent, ``choice``/``score``
-    fields that disagree with the probabilities, integer probabilities, answers nobody asked for, and a
-    Noul answer typed ``boolean`` (the Vercel AI Gateway's name). Required: the answer's type, a Noul value
-    in [0, 1], and Choice/Score ``probabilities`` whose keys are exactly the options (byte for byte) or
-    ``"0".."9"``, each in [0, 1], summing to 1 within SUM_TOLERANCE. A Noul ``probabilities`` block with
+    computed another way, a Score legend that is an object, a list, 1-based or absent, a missing ``choice`` or
+    ``score`` field, integer probabilities, answers nobody asked for, and a Noul answer typed ``boolean`` (the
+    Vercel AI Gateway's name). Required: the answer's type, a Noul value in [0, 1], Choice/Score
+    ``probabilities`` whose keys are exactly the options (byte for byte) or ``"0".."9"``, each in [0, 1],
+    summing to 1 within SUM_TOLERANCE, and ``choice``/``score`` fields, where present, that agree with them as
+    the wire contract requires (CHOICE_ARGMAX, SCORE_EXPECTATION): one that disagrees is refused, never averaged
+    in, since its probabilities may be under the wrong keys. A Noul ``probabilities`` block with
     sides yes/no or true/false (typed-gguf's) is checked too: a valid distribution whose yes side agrees
     with ``noul`` (NOUL_AGREEMENT), so a server that put P(no) in either place is caught, not averaged in.
     """
@@ -171,10 +180,43 @@ def _parse_answer(qid: str, answer: dict[str, Any]) -> Any:
         return noul
     if qid == SCORE:
         # Keys are decimal strings on the wire ("0".."9"); the legend is informational and not checked.
-        return check_distribution(answer.get("probabilities"), SCORE_KEYS, what, answer)
+        levels = check_distribution(answer.get("probabilities"), SCORE_KEYS, what, answer)
+        _check_score_field(what, levels, answer)
+        return levels
     options = CHOICE_OPTIONS[qid]
     probabilities = check_distribution(answer.get("probabilities"), options, what, answer)
+    _check_choice_field(what, options, probabilities, answer)
     return probabilities[options.index("True")]
+
+
+def _check_choice_field(
+    what: str, options: tuple[str, ...], probabilities: list[float], answer: dict[str, Any]
+) -> None:
+    """`choice`, where present, must be an option whose probability is the top one (within CHOICE_ARGMAX)."""
+    if "choice" not in answer:
+        return
+    said, top = answer["choice"], max(probabilities)
+    if said not in options or probabilities[options.index(said)] < top - CHOICE_ARGMAX:
+        best = options[probabilities.index(top)]
+        raise AnswerError(
+            f"{what} contradicts itself: choice = {quote(said)} but its probabilities make {best!r} the top option "
+            f"({top:.3f}); the wire contract requires choice to be the argmax (docs/wire.md); answer: {quote(answer)}"
+        )
+
+
+def _check_score_field(what: str, levels: list[float], answer: dict[str, Any]) -> None:
+    """`score`, where present, must be the distribution's expectation Σ i·p_i (within SCORE_EXPECTATION)."""
+    if "score" not in answer:
+        return
+    said = answer["score"]
+    expectation = sum(i * p for i, p in enumerate(levels))
+    number = isinstance(said, int | float) and not isinstance(said, bool) and math.isfinite(said)
+    if not number or abs(said - expectation) > SCORE_EXPECTATION:
+        raise AnswerError(
+            f"{what} contradicts itself: score = {quote(said)} but its probabilities give Σ i·p_i = "
+            f"{expectation:.3f}; the wire contract requires the expectation (within {SCORE_EXPECTATION:g}, "
+            f"docs/wire.md); answer: {quote(answer)}"
+        )
 
 
 @functools.lru_cache(maxsize=64)

@@ -208,10 +208,11 @@ class Exchange:
             self.breaker.answered()
             raise MeasurementError(f"server error: {redirect}", fatal=True)
         error = self.adapter.error(wire)
-        if names_unknown_model(wire, self.adapter.version, error.message):
+        if names_unknown_model(wire, self.adapter.sent_model, error.message):
             self.breaker.answered()
             served, listing = await self.served_models()
-            raise give_up.unknown_model(str(error), self.adapter.version, served, listing)
+            adapter = self.adapter
+            raise give_up.unknown_model(str(error), adapter.sent_model, served, listing, adapter.model_id_source)
         if wire.status not in RETRY_STATUSES or not error.retryable or error.fatal:
             self.breaker.answered()
             raise MeasurementError(f"server error: {error}", fatal=error.fatal)

@@ -57,17 +57,23 @@ def wait_too_long(wait: Wait, limits: Limits, budget_left: float) -> str | None:
     )
 
 
-def unknown_model(error: str, model: str, served: list[str] | None, listing: str | None) -> MeasurementError:
-    """The fatal error of a server that does not serve the model sent, with the models it lists."""
+def unknown_model(
+    error: str, model: str, served: list[str] | None, listing: str | None, source: str = "--sys1cal-model-version"
+) -> MeasurementError:
+    """The fatal error of a server that does not serve the model sent (`source`: the option it was sent from),
+    with the models it lists."""
     if served:
         shown = ", ".join(served[:20]) + (f", … ({len(served)} in all)" if len(served) > 20 else "")
-        said = f"it serves: {shown} (GET {listing}); name one of them with --sys1cal-model-version"
+        said = (
+            f"it serves: {shown} (GET {listing}); send one of them with --sys1cal-model-id (the version still names "
+            "the cassette folder)"
+        )
     elif served is not None:
         said = f"its list (GET {listing}) is empty"
     else:
         said = "it does not list the models it serves; check the name with the server's documentation"
     return MeasurementError(
-        f"server error: {error} (the server does not serve the model {model!r}, sent from --sys1cal-model-version; "
+        f"server error: {error} (the server does not serve the model {model!r}, sent from {source}; "
         f"{said}). Stopped at the first such answer: every request names the same model",
         fatal=True,
     )

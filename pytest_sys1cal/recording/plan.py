@@ -69,7 +69,7 @@ class Plan:
         if workers > 1:
             pace += f" (shared by {workers} xdist workers, each recording the items it is given)"
         route = self.route.line()
-        return [first, price, pace, *([route] if route else [])]
+        return [first, price, pace, f"sys1cal: rate: {limits.rate_source}", *([route] if route else [])]
 
     def refusal(self, limits: Limits) -> str | None:
         if self.renderings and self.route.problem:

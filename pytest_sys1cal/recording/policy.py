@@ -5,9 +5,11 @@ and what the server's Retry-After asks for."""
 from __future__ import annotations
 
 import datetime as _dt
+import ipaddress
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from .waits import requested_wait
 
@@ -28,6 +30,7 @@ STALL_DEADLINES = 2.0
 # this is a thousand times what a sane server sends, and a cassette of 40 such bodies stays under GitHub's
 # 100 MB file limit.
 MAX_BODY_BYTES = 1_000_000
+JEV_RATE = 1000.0  # requests per minute: the default, under Jev's published 1,200/min
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,8 @@ class Limits:
     """How one recording treats the server: what it may have in flight, how fast, how long, how much."""
 
     concurrency: int = 8
-    rate: float = 1000.0  # requests per minute; 0 = no limit
+    rate: float = JEV_RATE  # requests per minute; 0 = no limit
+    rate_source: str = "the default, under Jev's 1,200/min"  # said beside the rate in the plan
     timeout: float = 60.0  # seconds one request may take, whole: connect, send and every byte of the answer
     retry_budget: float = 120.0
     stall_limit: float | None = None  # None: STALL_DEADLINES × timeout
@@ -63,3 +67,17 @@ def backoff(attempt: int, limits: Limits, rng: random.Random) -> float:
     """Exponential backoff after the `attempt`-th failure (1-based), capped, with jitter taken off."""
     delay = min(limits.backoff_max, limits.backoff_initial * 2 ** (attempt - 1))
     return delay * (1 - BACKOFF_JITTER * rng.random())
+
+
+def local_origin(url: str) -> str | None:
+    """The host of `url` when it is this machine or a private network (localhost, a loopback, private or
+    link-local address literal), else None. Names are not resolved: a private server reached by a DNS name
+    keeps the default rate unless --sys1cal-rate says otherwise."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return host
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    return host if address.is_loopback or address.is_private or address.is_link_local else None

@@ -93,7 +93,7 @@ def _read(adapter: ModelAdapter, wire: WireResponse, url: str, checked: Checked)
     if wire.status in NO_LIST:
         checked.lines.append(
             f"sys1cal: check: the server lists no models (GET {path}: HTTP {wire.status}), so the key and the model "
-            f"name {adapter.version!r} are first checked by the recording's first request (it stops at once if "
+            f"name {adapter.sent_model!r} are first checked by the recording's first request (it stops at once if "
             "either is wrong)"
         )
         return
@@ -106,16 +106,24 @@ def _read(adapter: ModelAdapter, wire: WireResponse, url: str, checked: Checked)
         checked.lines.append(
             f"sys1cal: check: the answer to GET {path} is not a model list; the model name is not checked"
         )
-    elif adapter.version in served:
-        checked.lines.append(f"sys1cal: check: model: {adapter.version!r} is among the {len(served)} the server lists")
+    elif adapter.sent_model in served:
+        checked.lines.append(
+            f"sys1cal: check: model: {adapter.sent_model!r} is among the {len(served)} the server lists"
+        )
     elif adapter.strict_model_names:
-        checked.problem = (
-            f"the server does not serve the model {adapter.version!r} (--sys1cal-model-version): it lists "
-            f"{', '.join(served) or 'none'} (GET {path}); name one of them"
+        # A server may serve more than it lists (jevcompat answers jev-1.13.0 and lists jev-latest, an alias may
+        # stand behind a listed name), so a name missing from the list is not refused here: the first answer
+        # decides, and an unknown model stops the recording at it.
+        checked.lines.append(
+            f"sys1cal: check: model: {adapter.sent_model!r} is not among the "
+            f"{len(served)} the server lists ({', '.join(served) or 'none'}, GET {path}); a server may serve a model "
+            "it does not list, so the check does not refuse it: the recording's first answer decides, and an unknown "
+            "model stops it at once, after at most the requests already in flight (--sys1cal-concurrency); if it is "
+            "a typo, name one of the listed (with --sys1cal-model-id, the version still names the cassette folder)"
         )
     else:
         checked.lines.append(
-            f"sys1cal: check: model: {adapter.version!r} is not among the models the server lists "
+            f"sys1cal: check: model: {adapter.sent_model!r} is not among the models the server lists "
             f"({', '.join(served) or 'none'}); a {adapter.name} server may answer any name (llama.cpp's does), and "
             "one that refuses it stops the recording at its first answer"
         )

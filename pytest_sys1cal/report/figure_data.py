@@ -10,7 +10,12 @@ import numpy as np
 from ..analysis.calibration import BINS, equal_width_bins
 from ..analysis.latent import uncertain_mass
 from ..analysis.paired import column, p_stars
+from ..defaults import ALPHA
 from ..document import ANSWER_COLUMNS, ReportDocument, Uncertainty
+from .table import fmt_p
+
+# The gates that hold the valid test of λ = 0 to a level (gates/kinds.py's LambdaTest): their limit is α.
+LAMBDA_GATES = ("uncertainty.require_lambda_positive", "uncertainty.require_lambda_zero")
 
 
 @dataclass(frozen=True)
@@ -110,3 +115,48 @@ def latent_curve(uncertainty: Uncertainty, points: int = 401) -> tuple[np.ndarra
     with np.errstate(invalid="ignore", divide="ignore"):
         curve = np.where(mass < 1, mu / (1 - mass), 1.0)
     return mu, mass, np.minimum(curve, 1.0)
+
+
+def roc_points(scores: np.ndarray, positive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(false-positive rates, true-positive rates) of the ROC curve, the threshold lowered past one distinct score at
+    a time (tied scores move both rates at once, the diagonal step whose area is the readout's "ties ½")."""
+    order = np.argsort(-scores, kind="stable")
+    ranked, hits = scores[order], positive[order]
+    last = np.concatenate([ranked[1:] != ranked[:-1], [True]])  # the last of each run of tied scores
+    true_rate = np.concatenate([[0.0], np.cumsum(hits)[last] / hits.sum()])
+    false_rate = np.concatenate([[0.0], np.cumsum(~hits)[last] / (~hits).sum()])
+    return false_rate, true_rate
+
+
+@dataclass(frozen=True)
+class LatentBand:
+    """Whether Table 2 and the Score → Choice map show the latent-uncertainty (T/U/F) band: only when the valid
+    test rejects λ = 0 at the λ gate's α (the default α without such a gate), so that a figure never shows an
+    effect the test does not find (docs/statistics.md §2.3)."""
+
+    shown: bool
+    p_value: float | None
+    alpha: float
+    alpha_source: str  # "the gate's" or "the default, no λ gate in force"
+
+    @classmethod
+    def of(cls, result: ReportDocument) -> LatentBand:
+        p = ((result.get("uncertainty") or {}).get("test") or {}).get("p_value")
+        limits = [g.get("limit") for g in result.get("gates") or [] if g.get("name") in LAMBDA_GATES]
+        alpha = next((float(limit) for limit in limits if isinstance(limit, int | float)), None)
+        source = "the λ gate's" if alpha is not None else "the default; no λ gate in force"
+        alpha = ALPHA if alpha is None else alpha
+        return cls(shown=p is not None and p < alpha, p_value=p, alpha=alpha, alpha_source=source)
+
+    def absent(self) -> str:
+        """The words in place of the band: "no unspoken mass detected (p = 0.649 ≥ α = 0.01, the λ gate's)"."""
+        if self.p_value is None:
+            return "no unspoken mass detected (the test of λ = 0 could not be run)"
+        return f"no unspoken mass detected (p = {fmt_p(self.p_value, floored=True)} ≥ α = {self.alpha:g}, {self.alpha_source})"
+
+
+def r2_words(r2: float | None) -> str:
+    """R² with a negative one said in words: the fitted curve then predicts Choice worse than Choice's own mean."""
+    if r2 is None or r2 >= 0:
+        return "" if r2 is None else f"{r2:.3f}"
+    return f"{r2:.3f} (below 0: worse than a flat line at Choice's mean)"

@@ -18,9 +18,10 @@ from .figures import (
 )
 from .figures_groups import family_delta, option_swap, ovl_by_group, readout_margins
 from .figures_upgrade import paired_differences
+from .figures_why import why_triptych
 
 # Drawn in the page's upgrade section, under the verdict, when the report has a comparison block.
-UPGRADE_FIGURES = ("paired-d", "family-delta")
+UPGRADE_FIGURES = ("why", "paired-d", "family-delta")
 
 SPECS = [
     Spec(
@@ -48,7 +49,8 @@ SPECS = [
         "score-choice",
         "The Score → Choice map",
         "Choice up against its Score expectation μ_S across, one dot per rendering, with the fitted latent curve and "
-        "the T/U/F band [μ_S, μ_S + U]: dots above the dashed diagonal are Choice claiming more than μ_S.",
+        "the T/U/F band [μ_S, μ_S + U], both drawn only when the valid test rejects λ = 0 at the λ gate's α: dots "
+        "above the dashed diagonal are Choice claiming more than μ_S.",
         score_to_choice,
     ),
     Spec(
@@ -78,6 +80,16 @@ SPECS = [
         "logit P(True) of gold-True and gold-False renderings (clipped at ±8); solid lines mark their means m₊ and m₋, "
         "the dotted line offset = (m₊ + m₋)/2: both means on one side of 0 (|offset| > sep) collapse the argmax.",
         readout_margins,
+    ),
+    Spec(
+        "why",
+        "Why it reads so: reliability, ranking, and miscalibration against discrimination",
+        "Per primitive, left: the isotonic reliability curve (p* fitted on the answers, ties pooled; ticks below mark "
+        "the answers) in the grey consistency band where a calibrated model's curve would fall; middle: the ROC "
+        "curve, the ranking alone, which no monotone recalibration can change; right: miscalibration MCB against "
+        "discrimination DSC with 95% intervals (with a baseline, an arrow from it to this run): up is worse "
+        "calibration, a recalibration can take it back; left is lost ranking, it cannot.",
+        why_triptych,
     ),
     Spec(
         "paired-d",

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from ..document import ReportDocument
 from ..gates.rows import GateSummary
 from ..vocabulary import LABELS, PRIMITIVES
-from .figure_data import Columns, latent_curve, latent_ranges, reliability
+from .figure_data import Columns, LatentBand, latent_curve, latent_ranges, r2_words, reliability
 
 COLORS = {"noul": "#1f77b4", "choice": "#d95f02", "score": "#1b9e77"}
 BASELINE = "#8c8c8c"
@@ -220,7 +220,8 @@ def score_to_choice(inputs: Inputs) -> Figure | None:
         return None
     figure = new_figure(8.6, 4.8)
     ax = figure.subplots()
-    curve = latent_curve(unc)
+    band = LatentBand.of(inputs.report)
+    curve = latent_curve(unc) if band.shown else None  # drawn only where the valid test found the effect
     if curve is not None:
         mu, mass, fitted = curve
         ax.fill_between(mu, mu, np.minimum(mu + mass, 1), color="#7570b3", alpha=0.18, linewidth=0)
@@ -231,11 +232,19 @@ def score_to_choice(inputs: Inputs) -> Figure | None:
     ax.plot([], [], color="#444444", linewidth=0.8, linestyle="--", label="Choice = μ_S (λ = 0)")
     test = unc.get("test") or {}
     below = unc.get("share_choice_below_mu")
-    lines = [
+    fit = [
         f"λ {_fmt(unc.get('lambda'))}, α {_fmt(unc.get('alpha'))}, β {_fmt(unc.get('beta'))}",
         f"U_max {_fmt(unc.get('u_max'))}, R² {_fmt(unc.get('r2'))}",
+    ]
+    if not band.shown:
+        words = band.absent()
+        fit = [words[: words.index(" (")], words[words.index(" (") + 2 : -1], "so no T/U/F band is drawn"]
+    if (r2 := unc.get("r2")) is not None and r2 < 0:
+        fit.append("R² " + r2_words(r2).replace(" (", "\n(", 1))
+    lines = [
+        *fit,
         f"Choice < μ_S on {_fmt(below, 2)} of renderings",
-        f"test of λ = 0: p {_p(test.get('p_value'))}",
+        f"test of λ = 0: p {_p(test.get('p_value'))} (α {band.alpha:g})",
     ]
     legend = ax.legend(loc="upper left", bbox_to_anchor=(1.03, 1.0), title="Table 2 fit", alignment="left")
     legend.get_title().set_fontsize(8)

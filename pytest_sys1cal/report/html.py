@@ -134,18 +134,21 @@ def render_html(run: Report, baseline: ReportDocument | None = None) -> str:
 
 
 def _upgrade(report: Report, figures: list[Any]) -> list[str]:
-    """The upgrade comparison, right under the verdict: the Δ table with its bounds and margins, the paired
-    differences and the Δ by family drawn, then every paired rendering."""
-    from .breakdown_tables import family_delta_table
+    """The upgrade comparison, right under the verdict: the Δ table with its bounds and margins, why each primitive
+    moved, the triptych, the paired differences and the Δ by family drawn, the Δ by family and by representation
+    with the regressed cells linked to their worst renderings, then every paired rendering."""
+    from .breakdown_tables import family_delta_table, representation_delta_table
     from .gates import comparison_table
-    from .html_upgrade import moves_html
+    from .html_upgrade import moves_html, regressed_links
+    from .why_text import why_table
 
     comparison = report.data["comparison"]
     head = comparison["headline"].split(": ")[0]
     out = [f'<section id="upgrade"><h2>{escape(head[:1].upper() + head[1:])}</h2>']
-    out += [table_html(t) for t in (comparison_table(report),) if t is not None]
+    out += [table_html(t) for t in (comparison_table(report), why_table(report.data)) if t is not None]
     out += [figure_html(f) for f in figures]
-    out += [table_html(t) for t in (family_delta_table(report),) if t is not None]
+    out += [table_html(t) for t in (family_delta_table(report), representation_delta_table(report)) if t is not None]
+    out += regressed_links(report)
     if comparison["renderings"]:
         out.append(moves_html(comparison))
     return out + ["</section>"]

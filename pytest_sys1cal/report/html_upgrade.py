@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from html import escape
 
-from ..document_upgrade import Comparison
+from ..document_upgrade import Comparison, GroupDifference
 from ..gates.rows import Outcome
 from ..run_report import Report
 from ..vocabulary import LABELS
+from .breakdown_tables import GROUPINGS, regressed_cells
 from .upgrade_text import (
     MOVES_NOTE,
     answer_cell,
@@ -21,12 +22,15 @@ from .upgrade_text import (
     sentence,
     verdict_kind,
 )
+from .why_text import why_lines
 
 MARKS: dict[str, str] = {Outcome.FAILED: "✗", Outcome.UNDECIDED: "!", Outcome.PASSED: "✓", Outcome.NONE: "–"}
 STYLE = """
 .upgrade { margin: 14px 0 6px; padding: 12px 16px; border-radius: 6px; border-left: 10px solid; }
 .upgrade .head { font-size: 1.6em; font-weight: bold; margin: 0; }
 .upgrade .why { font-size: 1.1em; margin: 4px 0 0; } .upgrade .from { font-size: 0.9em; margin: 6px 0 0; color: #333; }
+.upgrade .diagnosis { font-size: 0.98em; margin: 4px 0 0; color: #1a1a1a; }
+.regressed { font-size: 0.85em; } .regressed li { margin: 2px 0; } .moves tr:target { background: #fff4dc; }
 .upgrade.passed { background: #e6f4ea; color: #1e6b34; border-color: #1e6b34; }
 .upgrade.failed { background: #fde8e8; color: #a11d1d; border-color: #a11d1d; }
 .upgrade.undecided { background: #fff4dc; color: #8a6100; border-color: #8a6100; }
@@ -57,6 +61,7 @@ def banner(report: Report) -> list[str]:
     return [
         f'<div class="upgrade {kind}" id="upgrade-verdict"><p class="head">{MARKS[kind]} {escape(sentence(head))}</p>',
         *([f'<p class="why">{escape(comparison["summary"])}</p>'] if comparison["summary"] else []),
+        *(f'<p class="diagnosis">Why: {escape(line)}</p>' for line in why_lines(comparison)),
         f'<p class="from">{escape(sentence(baseline_line(comparison)))}.</p></div>',
         f'<p class="absolute {absolute["outcome"]}" id="absolute-gates"><b>{escape(sentence(absolute["line"]))}</b> '
         "(the floors and ceilings of the thresholds file, a verdict of their own beside the upgrade's)"
@@ -79,7 +84,7 @@ def moves_html(comparison: Comparison) -> str:
     rows = []
     for index, row in enumerate(comparison["renderings"], start=1):
         cells = [
-            f"<td>{index}</td>",
+            f'<td id="{anchor(row["instance_id"])}">{index}</td>',
             f'<td class="node">{_breakable(row["node_id"] or row["instance_id"])}</td>',
             f'<td class="group">{escape(str(row["family"]))}<br>{escape(str(row["representation"]))}</td>',
             f"<td>{row['p_star']:.3f}</td>",
@@ -99,3 +104,35 @@ def moves_html(comparison: Comparison) -> str:
         + "".join(f'<p class="note">{escape(note)}</p>' for note in notes)
         + "</div>"
     )
+
+
+def anchor(instance_id: str) -> str:
+    """The id of a rendering's row in the table of every paired rendering (a regressed cell links to it)."""
+    return "r-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in instance_id)
+
+
+def regressed_links(report: Report) -> list[str]:
+    """Each cell marked regressed (docs/statistics.md §6.5), linked to its worst renderings' rows below."""
+    cells = regressed_cells(report.gates.upgrade)
+    if not cells:
+        return []
+    comparison = report.data.get("comparison")
+    nodes = {row["instance_id"]: row["node_id"] for row in (comparison["renderings"] if comparison else [])}
+    items = []
+    for grouping, prim, group, cell in cells:
+        links = ", ".join(
+            f'<a href="#{anchor(w["instance_id"])}">{escape(nodes.get(w["instance_id"]) or w["instance_id"])}</a> '
+            f"(D {w['d']:+.3f})"
+            for w in cell.get("worst", [])
+        )
+        items.append(
+            f"<li><b>{escape(LABELS.get(prim, prim))} on {escape(GROUPINGS[grouping])} {escape(group)}</b>: Δ "
+            f"{cell['difference']:+.3f}{_elsewhere(cell)}, q = {cell['q_value']:.3f}; worst: {links}</li>"
+        )
+    return [f'<div class="regressed" id="regressed"><p class="note">Regressed cells and their worst renderings:</p>'
+            f"<ul>{''.join(items)}</ul></div>"]  # fmt: skip
+
+
+def _elsewhere(cell: GroupDifference) -> str:
+    rest = cell.get("rest")
+    return "" if rest is None else f" (elsewhere {rest:+.3f})"

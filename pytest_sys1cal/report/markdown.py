@@ -6,18 +6,30 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from ..document import ReportDocument
+from ..document import Comparison, ReportDocument
 from ..escape import code_span, markdown_text
 from ..gates.rows import Outcome
 from ..run_report import Report
-from .breakdown_tables import family_delta_table
+from .breakdown_tables import family_delta_table, representation_delta_table
 from .gates import comparison_table, gate_table, headline
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
 from .table import Table, markdown
 from .upgrade_text import SUMMARY_TOP, baseline_line, moves_table, sentence, verdict_kind
+from .why_text import why_lines, why_table
 
 ICONS: dict[str, str] = {Outcome.FAILED: "❌", Outcome.UNDECIDED: "⚠️", Outcome.PASSED: "✅", Outcome.NONE: "➖"}
+NO_COMPARISON = "no upgrade comparison made"  # the heading's words when no baseline was in force
+
+
+def no_comparison_line() -> str:
+    """Under the heading of a run without a baseline: its verdict is not an upgrade verdict, and how to get one."""
+    return (
+        "**No upgrade comparison was made:** this run had no baseline, so its verdict is the thresholds file's "
+        "floors and ceilings alone, not whether this version is as good as the one it replaces. To compare, set "
+        "`BASELINE_VERSION` in the workflow `init` wrote (or pass `--sys1cal-baseline=VERSION`, a version folder "
+        "beside this one or a saved JSON report)."
+    )
 
 
 def summary_markdown(
@@ -45,8 +57,8 @@ def summary_markdown(
     if html is not None:
         lines += [html_link(html, environ or {}), ""]
     if comparison is not None:  # the upgrade first: its Δ table, the renderings that moved most, by family
-        ordered = [comparison_table(report), coded_ids(moves_table(result, SUMMARY_TOP)), family_delta_table(report)]
-        ordered.append(gate_table(report.gates))
+        ordered = [comparison_table(report), why_table(result), coded_ids(moves_table(result, SUMMARY_TOP))]
+        ordered += [family_delta_table(report), representation_delta_table(report), gate_table(report.gates)]
     else:
         ordered = [gate_table(report.gates), comparison_table(report), family_delta_table(report)]
     tables = [table for table in ordered if table] + (build_tables(result) if result["counts"]["measured"] else [])
@@ -70,16 +82,28 @@ def heading(report: Report) -> list[str]:
     md = markdown_text  # versions and locations come from files and servers: data (escape.py)
     if comparison is None:
         kind, phrase = headline(report.gates)
-        return [f"### Sys1Cal calibration: {md(model['name'])} {md(model['version'])} — {ICONS[kind]} {phrase}"]
+        return [
+            f"### Sys1Cal calibration: {md(model['name'])} {md(model['version'])} — {ICONS[kind]} {phrase}; "
+            f"{NO_COMPARISON}",
+            "",
+            no_comparison_line(),
+        ]
     absolute = comparison["absolute_gates"]
     rounds = report.data.get("sequential")  # recorded in rounds: where it stopped, what it saved
     return [
         f"### {ICONS[verdict_kind(comparison['verdict'])]} Sys1Cal {md(comparison['headline'])}",
         "",
         *([f"**{md(sentence(rounds['line']))}.**", ""] if rounds else []),
+        *why_markdown(comparison),
         f"{ICONS[absolute['outcome']]} **{md(sentence(absolute['line']))}** (the thresholds file's floors and "
         f"ceilings, beside the upgrade). {md(sentence(baseline_line(comparison)))}.",
     ]
+
+
+def why_markdown(comparison: Comparison) -> list[str]:
+    """The diagnosis under the verdict, one list item per primitive that did not pass (and a blank line after)."""
+    lines = why_lines(comparison)
+    return [*(f"- **Why:** {markdown_text(line)}" for line in lines), ""] if lines else []
 
 
 def without_machine_paths(text: str, workdir: Path | None) -> str:

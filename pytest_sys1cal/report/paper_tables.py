@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..document import PaperSummary, Reasoned, ReportDocument
-from .breakdown_tables import by_family_table, by_representation_table
+from ..document import PaperSummary, Reasoned, ReportDocument, averaged_calls
+from ..vocabulary import MEAN_READING, reading_label
+from .breakdown_tables import by_family_table, by_representation_table, several_calls
+from .figure_data import LatentBand, r2_words
 from .recalibration_table import recalibration_table
 from .table import Table, fmt, fmt_interval, fmt_p, fmt_t
+from .why_text import decomposition_table
 
 
 def table1(result: ReportDocument) -> Table:
@@ -26,7 +29,57 @@ def table1(result: ReportDocument) -> Table:
         title="Table 1: distance to the exact p* (OVL = 1 − TV)",
         columns=["primitive", "n", "mean TV", "mean OVL", "median OVL"],
         rows=rows,
-        notes=["Score uses its expectation μ_S = Σ q_j·j/9; each value is the mean over repeats."],
+        notes=["Score uses its expectation μ_S = Σ q_j·j/9; each value is the mean over repeats.", *_call_note(result)],
+    )
+
+
+def _call_note(result: ReportDocument) -> list[str]:
+    """What Table 1 says of the per-call reading when no table of its own shows it."""
+    calls = result.get("calls")
+    if calls is None or several_calls(result):
+        return []
+    if not calls["measured"]:
+        return [f"Per call: not measured: {calls.get('reason', 'no call was recorded')}."]
+    return ["One call per rendering: the per-call reading (what one request gets) is these same values."]
+
+
+def per_call_table(result: ReportDocument) -> Table | None:
+    """Each primitive per call beside its repeat mean (Table 1's, the paper's protocol): OVL, median OVL, Brier
+    and ECE. Only where the cassettes hold several calls of a rendering (else the two readings are one)."""
+    if not several_calls(result):
+        return None
+    mean = reading_label(MEAN_READING, averaged_calls(result))
+    rows = []
+    for name, row in result["primitives"].items():
+        call = row.get("per_call")
+        calibration = result["calibration"].get(name)
+        call_cal = None if calibration is None else calibration.get("per_call")
+        rows.append(
+            [
+                name.capitalize(),
+                "0" if call is None else str(call["calls"]),
+                fmt(None if call is None else call["mean_ovl"]),
+                fmt(row["mean_ovl"]),
+                fmt(None if call is None else call["median_ovl"]),
+                fmt(row["median_ovl"]),
+                fmt(None if call_cal is None else call_cal["brier"], 4),
+                fmt(None if calibration is None else calibration["brier"], 4),
+                fmt(None if call_cal is None else call_cal["ece"], 4),
+                fmt(None if calibration is None else calibration["ece"], 4),
+            ]
+        )
+    pairs = ("mean OVL", "median OVL", "Brier", "ECE")
+    return Table(
+        title=f"Per call beside the {mean}: what one request to the service gets",
+        columns=["primitive", "calls", *(f"{what}: {side}" for what in pairs for side in ("per call", mean))],
+        rows=rows,
+        notes=[
+            "Per call: each rendering's mean over its calls of 1 − |p − p*| (Brier: of (p − p*)²; ECE: every call a "
+            f"point weighing 1/r), then the mean over renderings: what a single call is expected to get. {mean}: "
+            "Table 1's, the paper's protocol. A mean is never further from p* than its calls are on average, and "
+            "averaging hedges a noisy model toward 0.5, so the mean's OVL is never below the per-call OVL "
+            "(python -m pytest_sys1cal docs statistics, §1.6).",
+        ],
     )
 
 
@@ -40,11 +93,22 @@ def table2(result: ReportDocument) -> Table:
     df = None if unc["latent_problems"] < 2 else unc["latent_problems"] - 1
     peak = "" if unc["u_peak_at"] is None else f" at μ_S = {unc['u_peak_at']:.3f}"
     shape = "—" if unc["alpha"] is None else f"{unc['alpha']:.3f}, {unc['beta']:.3f}"
-    rows = [
+    band = LatentBand.of(result)
+    r2 = r2_words(unc["r2"]) or fmt(None)
+    fitted = [
         ["λ (global fit)", fmt(unc["lambda"]), fmt_interval(unc["lambda_ci"]), "", ""],
         ["α, β (global fit)", shape, "", "", ""],
-        ["R², R² vs identity Choice = μ_S", f"{fmt(unc['r2'])}, {fmt(unc['r2_vs_identity'])}", "", "", ""],
+        ["R², R² vs identity Choice = μ_S", f"{r2}, {fmt(unc['r2_vs_identity'])}", "", "", ""],
         [f"U_max, peak uncertain mass{peak}", fmt(unc["u_max"]), fmt_interval(unc["u_max_ci"]), "", ""],
+    ]
+    if not band.shown:  # the fit is not a band the test found: no U_max, the fit's own numbers marked as such
+        fitted = [
+            [f"latent uncertainty: {band.absent()}", "", "", "", ""],
+            *[[row[0].replace("(global fit)", "(global fit, not detected)"), *row[1:]] for row in fitted[:3]],
+            [f"U_max, peak uncertain mass{peak}", "— (not detected)", "—", "", ""],
+        ]
+    rows = [
+        *fitted,
         ["share of items with Choice < μ_S", fmt(unc["share_choice_below_mu"]), "", "", ""],
         [
             "mean λ_j per latent: paper's statistic (not a valid test of λ=0)",
@@ -220,6 +284,7 @@ def option_swap_as_table(result: ReportDocument) -> Table:
 # The order in which the summary prints the tables; each builder returns None when it has nothing to show.
 TABLES: list[Callable[[ReportDocument], Table | None]] = [
     table1,
+    per_call_table,
     by_family_table,
     by_representation_table,
     table2,
@@ -228,6 +293,7 @@ TABLES: list[Callable[[ReportDocument], Table | None]] = [
     decisions_as_table,
     option_swap_as_table,
     recalibration_table,
+    decomposition_table,
 ]
 
 

@@ -7,15 +7,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..document import ReportDocument
-from ..gates.rows import GateRow, GateSummary, Outcome
+from ..gates.rows import GateRow, GateSummary, Outcome, passes
 from ..run_report import Report
 from ..vocabulary import Verdict
-from .breakdown_tables import family_delta_table
+from .breakdown_tables import family_delta_table, representation_delta_table
 from .gates import comparison_table, gate_table
 from .interrupted import interrupted_line, selected
 from .paper_tables import build_tables
 from .table import Table, aligned
 from .upgrade_text import TERMINAL_TOP, comparison_of, moves_summary, moves_table
+from .why_text import why_lines, why_table
 
 # A terminal line: (text, markup), the markup passed to TerminalReporter.write_line; RED for what failed.
 Line = tuple[str, dict[str, bool]]
@@ -81,18 +82,54 @@ def summary_lines(
         for table in build_tables(result):
             lines.append(("", {}))
             lines += format_table(table)
-    for comparison in (comparison_table(report), family_delta_table(report)):
+    upgrade = (
+        comparison_table(report),
+        why_table(result),
+        family_delta_table(report),
+        representation_delta_table(report),
+    )
+    for comparison in upgrade:
         if comparison:
             lines += [("", {})] + format_table(comparison)
     lines += moves_lines(result, rerun)
     lines += gate_lines(report.gates, advice, thresholds)
-    recap = upgrade_lines(result)
+    recap = upgrade_lines(result)[:1] + count_lines(report)  # the upgrade's verdict, then the one count
     return lines + ([("", {})] + recap if recap else [])
 
 
+def count_lines(report: Report) -> list[Line]:
+    """The run's one failure count, last in the section: how many gates failed of how many, split into the
+    thresholds file's and the upgrade's, and what pytest's closing line counts as failed (those gates and the
+    renderings that could not be measured), so that every count printed reads as this one."""
+    gates = report.gates
+    if not gates.rows:
+        return []
+    failed_renderings = report.data["counts"]["failed"]
+    split = [
+        f"{len(failed)} of {len(rows)} {kind}"
+        for kind, rows, failed in (
+            ("absolute", gates.absolute, gates.failed_absolute),
+            ("upgrade", gates.upgrade, gates.failed_upgrade),
+        )
+        if rows
+    ]
+    if not (gates.failed or gates.inconclusive or failed_renderings):
+        tally = ", ".join(f"{n} {verdict}" for verdict, n in gates.verdicts.items())
+        return [(f"gates: {tally} of {len(gates.rows)}", {"green": True})]
+    said = f"gates: {len(gates.failed)} of {len(gates.rows)} FAILED"
+    said += f" ({', '.join(split)})" if len(split) > 1 else ""
+    if gates.inconclusive:
+        said += f"; {len(gates.inconclusive)} inconclusive (not passed)"
+    as_items = sum(passes(gate) is False for gate in gates.rows)  # as session/collect.py reports each gate
+    rendering = f" and the {failed_renderings} rendering(s) not measured" if failed_renderings else ""
+    said += f"; pytest's closing line counts {as_items + failed_renderings} failed: these gates{rendering}"
+    return [(said, RED)]
+
+
 def upgrade_lines(result: ReportDocument) -> list[Line]:
-    """With a baseline: the upgrade verdict naming both versions and where the baseline came from, then the
-    absolute gates' own line, so a reader sees both and which is which. Nothing without a baseline."""
+    """With a baseline: the upgrade verdict naming both versions and where the baseline came from, under it why each
+    primitive that did not pass moved (its diagnosis), then the absolute gates' own line, so a reader sees both
+    and which is which. Nothing without a baseline."""
     comparison = comparison_of(result)
     if comparison is None:
         return []
@@ -103,6 +140,7 @@ def upgrade_lines(result: ReportDocument) -> list[Line]:
     return [
         (f"{comparison['headline']} [baseline: {where}]", VERDICT_MARKUP.get(comparison["verdict"], {"bold": True})),
         *([(rounds["line"], {"bold": True})] if rounds else []),
+        *((f"  why: {line}", {"bold": True}) for line in why_lines(comparison)),
         (absolute["line"], OUTCOME_MARKUP.get(absolute["outcome"], {})),
     ]
 

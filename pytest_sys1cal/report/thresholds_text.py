@@ -16,9 +16,9 @@ import yaml
 from ..defaults import ALPHA, UPGRADE_DROP, UPGRADE_FAIL_DROP, UPGRADE_RESAMPLES
 from ..gates.schema import LAMBDA_FLAGS
 from ..gates.thresholds_rule import REPEAT_Z, SES, STEP, LambdaRule, Limit, RuleResult
-from ..vocabulary import PRIMITIVES
+from ..vocabulary import CALL_READING, MEAN_READING, PRIMITIVES
 
-SETTINGS = ("decisions", "regression")
+SETTINGS = ("reading", "decisions", "regression")
 COMMENT_COLUMN = 30
 WIDTH = 116  # comment paragraphs are wrapped to this many columns  # comments start this many columns after a key's indentation, as in the shipped file
 
@@ -56,11 +56,20 @@ def render_section(result: RuleResult, shape: Shape, header: Sequence[str], cost
     if shape.version is not None:
         lines.append(f"{_pad(level)}{_key(shape.version)}:")
         level += shape.step
+    if "reading" in shape.settings:
+        lines.append(_commented(_pad(level), f"reading: {result.reading}", READING_NOTES[result.reading]))
     for prim in PRIMITIVES:
         lines += _primitive(prim, [lim for lim in result.limits if lim.primitive == prim], shape, level)
     lines += _uncertainty(result.uncertainty, shape, level)
     lines += _settings(costs, shape, level)
     return "\n".join(lines) + "\n"
+
+
+# The comment beside the `reading` key the rule writes (docs/thresholds.md, "The reading").
+READING_NOTES = {
+    CALL_READING: "OVL, ECE and Brier gates and the upgrade gate read each answer per call",
+    MEAN_READING: "OVL, ECE and Brier gates and the upgrade gate read each rendering's mean over its calls",
+}
 
 
 def rule_header(result: RuleResult) -> list[str]:
@@ -72,7 +81,14 @@ def rule_header(result: RuleResult) -> list[str]:
         )
     else:
         repeats = f"no repeat-noise term ({result.repeats} repeat per rendering: one recording shows none)"
+    read = (
+        "Read per call: mean and median OVL, ECE and Brier are over single calls, what one request to the service "
+        "gets (the spread and option-swap limits read each rendering's mean either way)."
+        if result.reading == CALL_READING
+        else "Read as repeat means: each rendering's mean over its calls, the paper's protocol."
+    )
     return [
+        read,
         f"Rule: measured value ∓ the largest of {SES:g} bootstrap SEs over latent problems ({result.resamples} "
         f"resamples, seed {result.seed}), {repeats} and the minimum slack {result.min_slack:g}; rounded outwards to "
         f"{STEP:g}. Each comment reads measured ∓ margin = unrounded limit (to 4 decimals), and what set the margin.",
@@ -156,7 +172,7 @@ def _settings(costs: Mapping[str, float], shape: Shape, level: int) -> list[str]
         ],
     }
     lines = []
-    for name, body in blocks.items():
+    for name, body in blocks.items():  # `reading` is written above the gates (render_section)
         if name in shape.settings:
             lines += [f"{_pad(level)}{name}:", *(inner + line for line in body)]
         elif shape.version is not None:

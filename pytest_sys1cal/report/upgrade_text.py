@@ -5,7 +5,7 @@ report's ``comparison`` block alone (gates/upgrade_verdict.py writes it; docs/re
 from __future__ import annotations
 
 from ..document import ReportDocument
-from ..document_upgrade import Comparison, MovedRendering
+from ..document_upgrade import Comparison, MovedRendering, PrimitiveComparison
 from ..gates.rows import Outcome
 from ..gates.upgrade_verdict import VERDICTS, compared_names
 from ..vocabulary import LABELS
@@ -163,3 +163,67 @@ def moves_summary(comparison: Comparison) -> str:
 def verdict_kind(verdict: str) -> Outcome:
     """The outcome an upgrade verdict stands for, the CSS class and icon key of the verdict line."""
     return next((kind for kind, said in VERDICTS.items() if said == verdict), Outcome.NONE)
+
+
+# Holm's two families (docs/statistics.md §6.3): each primitive's bootstrap p-value and the level it was tested at
+# (1 − its bound's level), None where it was not decided.
+def _worse(row: PrimitiveComparison) -> tuple[float, float] | None:
+    return (row["p_worse"], 1 - row["upper_level"]) if "p_worse" in row and "upper_level" in row else None
+
+
+def _within(row: PrimitiveComparison) -> tuple[float, float] | None:
+    if "p_noninferior" in row and "lower_level" in row:
+        return row["p_noninferior"], 1 - row["lower_level"]
+    return None
+
+
+HOLM_FAMILIES = (("shown worse", _worse), ("shown within the margin", _within))
+
+
+def holm_lines(comparison: Comparison) -> list[str]:
+    """Where Holm's step-down stopped, per family: "Holm's step-down, shown worse: Noul p 0.0005 ≤ 0.0167,
+    Score p 0.0005 ≤ 0.025, Choice p 0.9995 > 0.05: stops at Choice". Each primitive is tested at its rank's
+    level in order of its p-value; the first not within its level stops it, and no primitive after it is
+    shown so, whatever its bound. Empty with fewer than two decided primitives."""
+    lines = []
+    for family, read in HOLM_FAMILIES:
+        decided = [
+            (*tested, LABELS.get(prim, prim))
+            for prim, row in comparison["primitives"].items()
+            if (tested := read(row)) is not None
+        ]
+        if len(decided) < 2:
+            continue
+        steps, stopped = [], None
+        for p, level, label in sorted(decided, key=lambda step: step[0]):
+            if stopped is None and p > level:
+                stopped = label
+            steps.append(f"{label} p {_p(p)} {'≤' if p <= level else '>'} {_p(level)}")
+        end = ""
+        if stopped is not None:
+            end = f": stops at {stopped}" + ("" if steps[-1].startswith(stopped) else ", so none after it is shown so")
+        lines.append(f"Holm's step-down, {family}: {', '.join(steps)}{end}")
+    return lines
+
+
+def _p(value: float) -> str:
+    return f"{value:.2g}" if value < 1e-3 else f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def chance_line(comparison: Comparison) -> str | None:
+    """The scale of chance under the renderings table: how large one rendering's D gets with nothing changed."""
+    parts, bases = [], set()
+    for prim, row in comparison["primitives"].items():
+        if (spread := row.get("chance")) is not None:
+            parts.append(
+                f"{LABELS.get(prim, prim)} SD {spread['sd']:.3f}, lowest of {spread['n']} ≈ {spread['lowest']:+.3f}"
+            )
+            bases.add(spread["basis"])
+    if not parts:
+        return None
+    source = {
+        "repeats": "as an A/A re-recording with these recordings' repeat noise would give it",
+        "within-problem": "from the spread of D among the renderings of one latent problem; the repeat noise is unknown",
+    }
+    how = "; ".join(source.get(basis, basis) for basis in sorted(bases))
+    return f"Scale of chance for one rendering's D, {how}: {'; '.join(parts)}"

@@ -14,6 +14,7 @@ from ..models.base import ModelAdapter
 from ..redact import strip_userinfo
 from ..store.folder import CassetteFolder, folders_under, restore_from_git
 from ..store.lfs import ADVICE, is_pointer
+from ..store.manifest import MANIFEST
 from .node_ids import node_id
 from .options import Settings, argument
 
@@ -71,6 +72,8 @@ class Advice:
         them, and re-recording this folder (mode ``all``) asks as many as it holds; the cost cap is kept, and so
         is the run's selection (-k, -m, node ids) except where one rendering or the whole folder is meant."""
         parts = self.run_parts(cassettes)
+        if self.adapter.model_id:  # the id this run sends (a recording into another folder must send it too)
+            parts.append(argument("model_id", self.adapter.model_id))
         if self.settings.base_url is not None or mode != "none":
             parts.append(argument("base_url", self.base_url))
         repeats = self.settings.repeats
@@ -147,14 +150,63 @@ class Advice:
         return f"{self.restore(path)}, or {self.key}record it again with: {self.command('all', rendering)}"
 
     def no_cassettes(self) -> str:
-        """The usage error of a replay with no cassettes for this model and version: what does exist."""
+        """The usage error of a replay with no cassettes for this model and version: what does exist. When a folder
+        of this very model and version lies above or below the project (pytest run from tests/, say), the fix is
+        to replay that one, which sends nothing: a recording, which costs money, is not offered then."""
         folder = self.folder
+        missing = (
+            f"no cassettes for {self.settings.model} {self.adapter.version}: {folder.path} does not exist or is empty"
+        )
+        nearby = nearby_folders(folder.root, self.settings.model, self.adapter.version)
+        if nearby:
+            found = shown(nearby[0])
+            root = nearby[0].parent.parent
+            others = f" (also: {', '.join(shown(p) for p in nearby[1:3])})" if len(nearby) > 1 else ""
+            return (
+                f"{missing}. The same model and version is recorded in {found}{others}, "
+                f"{'above' if root.parent.resolve() in folder.root.resolve().parent.parents else 'below'} this run's "
+                f"cassette root: replay it (nothing "
+                f"is sent) with: {self.command('none', cassettes=Path(shown(root)))}, or run pytest from the folder "
+                "whose ini names it"
+            )
         listed = ", ".join(folders_under(folder.root)) or "none"
         return (
-            f"no cassettes for {self.settings.model} {self.adapter.version}: {folder.path} does not exist or is "
-            f"empty. Cassette folders under {folder.root}: {listed}. Check --sys1cal-cassettes, --sys1cal-model and "
+            f"{missing}. Cassette folders under {folder.root}: {listed}. Check --sys1cal-cassettes, --sys1cal-model and "
             f"--sys1cal-model-version, or {self.key}record this model first: {self.command('once')}"
         )
+
+
+NEARBY_UP, NEARBY_DOWN = 3, 3  # folders searched above the cassette root's folder, and below it
+SKIPPED = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox", "site-packages"})
+
+
+def nearby_folders(root: Path, model: str, version: str) -> list[Path]:
+    """Version folders of `model`/`version` (with a manifest) in a cassette root of the same name as `root`, in
+    the folders above `root`'s own (nearest first), then below it: where a run from the wrong directory, or one
+    without the project's ini, should have looked."""
+    name, home = root.name, root.resolve().parent
+    wanted = Path(name) / model / version / MANIFEST
+    found = [up / wanted for up in list(home.parents)[:NEARBY_UP] if (up / wanted).is_file()]
+    level = [home]
+    for _ in range(NEARBY_DOWN):
+        level = [d for parent in level for d in _subfolders(parent)]
+        found += [d / wanted for d in level if (d / wanted).is_file()]
+    return [path.parent for path in found if path.parent.parent.parent.resolve() != root.resolve()]
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return sorted(d for d in folder.iterdir() if d.is_dir() and not d.is_symlink() and d.name not in SKIPPED)
+    except OSError:
+        return []
+
+
+def shown(path: Path) -> str:
+    """A path as the user would type it: relative to the working directory (with ../ when above it)."""
+    try:
+        return Path(os.path.relpath(path)).as_posix()
+    except ValueError:  # another drive
+        return path.as_posix()
 
 
 def selection_of(keyword: str | None, markexpr: str | None, args: Sequence[str]) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from ..run_report import Report, RunFacts, build_report, partial_run
 from ..store.manifest import MANIFEST
 from .gate_advice import after_failed_gates, from_this_report, write_gates
 from .node_ids import node_id
-from .sequential import completed_rounds, facts_of
+from .sequential import completed_rounds, facts_of, requests_by_problem
 from .sharding import leave_manifest
 from .signals import SIGTERM, Terminated, signal_name
 
@@ -111,6 +111,7 @@ def _facts(run: Sys1CalRun) -> RunFacts:
     return RunFacts(
         model=run.settings.model,
         version=run.adapter.version,
+        model_id=run.adapter.model_id,
         source=run.folder.source,
         server_model=run.folder.server_model,
         repeats=run.repeats,
@@ -121,8 +122,13 @@ def _facts(run: Sys1CalRun) -> RunFacts:
         selected=run.interruption.selected,
         shard=run.shard.facts(run.dataset) if run.shard else None,
         stopped=run.interruption.reason,
-        # A shard's gates come from the merged folder; a folder's rounds are not the whole dataset to write them from.
-        write_gates=None if run.shard or (run.rounds and run.rounds.keep) else write_gates(run.advice),
+        # A shard's gates come from the merged folder, and a folder's rounds are not the whole dataset to write
+        # them from; a run that could not measure everything (a recording that stopped, answers refused) says to
+        # record what is missing, or the replay it printed would stop on it.
+        write_gates=None
+        if run.shard or (run.rounds and run.rounds.keep)
+        else write_gates(run.advice, record=run.interruption.reason is not None or any(r.error for r in run.rows)),
+        recalibration=run.recalibration,
         sequential=rounds_facts(run),
     )
 
@@ -133,7 +139,7 @@ def rounds_facts(run: Sys1CalRun) -> SequentialFacts | None:
     if run.rounds is None or run.baseline is None:
         return None
     expected = run.looker.expected_cost if run.looker is not None else None
-    return facts_of(run.rounds, run.requests_by_problem(), expected)
+    return facts_of(run.rounds, requests_by_problem(run.dataset, run.measurer.codec), expected)
 
 
 def _gate_advice(run: Sys1CalRun, report: Report) -> list[str]:

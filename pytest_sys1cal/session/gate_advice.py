@@ -14,15 +14,18 @@ Pure of pytest: it reads the run's Settings, the resolved thresholds, the casset
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import yaml
+
 from ..bundled import REFERENCE_MODEL
 from ..store.folder import folders_under
 from ..versions.replay import natural_key
-from .options import THRESHOLDS_FILE, argument
+from .options import THRESHOLDS_FILE, Settings, argument
 
 if TYPE_CHECKING:
     from ..gates.schema import Thresholds
@@ -50,12 +53,14 @@ def thresholds_command(advice: Advice, *extra: str, report: str | None = None) -
     return shlex.join(parts)
 
 
-def write_gates(advice: Advice) -> str:
+def write_gates(advice: Advice, *, record: bool = False) -> str:
     """How to give this version gates when the thresholds in force have none: a full run that writes its report,
-    then the thresholds command on it. It names no output of this run (the report says it too, and must not
-    depend on where it is written); `from_this_report` gives the shortcut."""
+    then the thresholds command on it; `record`: the folder lacks renderings, so that run records them (record
+    mode once), else it would stop on the first one missing. It names no output of this run (the report says it
+    too, and must not depend on where it is written); `from_this_report` gives the shortcut."""
     update = thresholds_command(advice, "--update", report=REPORT)
-    return f"Write them from a full run of the version you trust: {with_report(advice)}, then {update}"
+    run = with_report(advice, record=record)
+    return f"Write them from a full run of the version you trust: {advice.key if record else ''}{run}, then {update}"
 
 
 def from_this_report(advice: Advice) -> str | None:
@@ -68,8 +73,12 @@ def from_this_report(advice: Advice) -> str | None:
     )
 
 
-def with_report(advice: Advice) -> str:
-    """This run's replay, writing the report the thresholds command reads."""
+def with_report(advice: Advice, *, record: bool = False) -> str:
+    """This run's replay (`record`: its recording of what is missing, then the replay of the rest), writing the
+    report the thresholds command reads."""
+    if record:
+        whole = shlex.split(advice.command("once"))
+        return shlex.join([*whole[: len(whole) - len(advice.selection)], argument("report", REPORT)])
     return shlex.join([*advice.run_parts(), argument("report", REPORT)])
 
 
@@ -95,6 +104,7 @@ def after_failed_gates(
         )
     if threshold:
         lines += _threshold_fix(advice, report, thresholds, baseline, regression)
+    lines += recalibration_fix(advice, report)
     suspect = suspect_cassettes(advice)
     if suspect:
         folder = advice.folder
@@ -109,6 +119,28 @@ def after_failed_gates(
     else:
         lines.append("Otherwise this is a regression (re-recording the same model would not change the verdict).")
     return lines
+
+
+def recalibration_fix(advice: Advice, report: Report) -> list[str]:
+    """When the upgrade's diagnosis says a primitive that failed lost only its calibration (docs/statistics.md
+    §8.5): the map that gives it back, written from this run's report, and the run that gates what ships with it."""
+    comparison = report.data.get("comparison")
+    failed = {gate.primitive for gate in report.gates.failed_upgrade}
+    rows = comparison["primitives"] if comparison else {}
+    recoverable = [p for p, row in rows.items() if p in failed and row.get("why", {}).get("cause") == "miscalibration"]
+    if not recoverable or "recalibration" in report.data:
+        return []
+    source = shown(advice.settings.report) if advice.settings.report is not None else REPORT
+    fit = shlex.join(["python", "-m", "pytest_sys1cal", "recalibrate", source, "--out", "map.json"])
+    first = "" if advice.settings.report is not None else f"{with_report(advice)}, then "
+    baseline = [argument("baseline", advice.settings.baseline)] if advice.settings.baseline else []
+    cassettes = Path(shown(advice.settings.cassettes))  # as typed where pytest ran: no machine path in the summary
+    replay = shlex.join([*advice.run_parts(cassettes), *baseline, argument("recalibration", "map.json")])
+    return [
+        "The diagnosis says a recalibration gives the old quality back: write the map with "
+        f"{first}{fit}; apply it to the model's outputs (python -m pytest_sys1cal docs recalibration), and gate what "
+        f"ships by replaying through it: {replay}"
+    ]
 
 
 def _threshold_fix(
@@ -170,3 +202,29 @@ def suspect_cassettes(advice: Advice) -> str | None:
     if reported in _recorded_versions(advice) or advice.settings.model == REFERENCE_MODEL:
         return f"the server reported model {reported} for answers filed under {version}"
     return None
+
+
+def missing_snippet(settings: Settings, known: Sequence[str]) -> str | None:
+    """Why a run of the default model (jev) is not what the project meant, when its thresholds file was written for
+    another model and no ini names one: init's snippet was not added (its "Next: 1." pasted first would record jev
+    and ask for Jev's key). The snippet, with the version init wrote into the file's comment, else a placeholder."""
+    path = settings.thresholds
+    if settings.model_given or not settings.default_thresholds or path is None:
+        return None  # a model or a thresholds file named on purpose: the run's notice says what it gates
+    try:
+        text = path.read_text(encoding="utf-8")
+        top = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None  # the thresholds reader says what is wrong with it
+    sections = [key for key in top if key in known] if isinstance(top, dict) else []
+    if not sections or settings.model in sections:
+        return None
+    model = sections[0]
+    found = re.search(rf"--sys1cal-model={re.escape(model)} --sys1cal-model-version=(\S+)", text)
+    version = found.group(1) if found else "YOUR-VERSION"
+    return (
+        f"{shown(path)} is written for {' and '.join(sections)}, but no ini names a model, so this run would be of "
+        f"{settings.model}, the default (recording it would need Jev's key): add the snippet init printed to "
+        f'pyproject.toml, [tool.pytest.ini_options] sys1cal_model = "{model}" sys1cal_model_version = "{version}" '
+        f"(or give --sys1cal-model={model} --sys1cal-model-version={version})"
+    )

@@ -22,7 +22,7 @@ from .ending import finish
 from .interruption import mark_junit, reason_of, showable
 from .node_ids import select_renderings, take_node_ids
 from .options import WORKERINPUT_KEY, Settings, resolve_settings
-from .run import Sys1CalRun
+from .run import Sys1CalRun, rounds_header
 from .sequential import arrange
 from .sharding import keep_problems
 from .signals import worker_pid
@@ -104,8 +104,8 @@ class ActiveRun:
         folder = self.run.folder
         notices = [] if folder.recording else [unchecked_notice(folder.path, folder.manifest), self.run.replay_cache[1]]
         shard = self.run.shard.header(self.run.dataset) if self.run.shard else None
-        rounds = self.run.rounds_header()
-        return [self.run.header(), *(notice for notice in [shard, rounds, *notices] if notice)]
+        rounds = rounds_header(self.run)
+        return [*self.run.header(), *(notice for notice in [shard, rounds, *notices] if notice)]
 
     def pytest_sessionstart(self) -> None:
         self.run.use_replay_cache()

@@ -16,15 +16,8 @@ from typing import Any
 
 import pytest
 
-from ..argtypes import (
-    non_negative_float,
-    non_negative_int,
-    positive_float,
-    positive_int,
-    repeat_count,
-    shard_spec,
-    switch,
-)
+from ..argtypes import non_negative_float, non_negative_int, positive_float, positive_int, repeat_count, shard_spec
+from ..argtypes import switch as on_off
 from ..dataset import BUNDLED
 from ..defaults import BOOTSTRAP_RESAMPLES, RECALIBRATION_SPLITS
 from ..names import NotAName, check_name
@@ -46,7 +39,6 @@ class Option:
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
     path: bool = False  # a path: relative to the invocation directory (CLI) or to the ini file (ini)
-    switch: bool = False  # given alone on the command line (store_true); its ini key reads true or false
 
     @property
     def dest(self) -> str:
@@ -64,8 +56,16 @@ OPTIONS = [
     ),
     Option(
         "--sys1cal-model-version",
-        "model id sent and pinned; names the cassette folder (default: the adapter's pin, jev-1.13.0 for jev)",
+        "the version: names the cassette folder and the reports; the model id sent too, unless --sys1cal-model-id "
+        "gives another (default: the adapter's pin, jev-1.13.0 for jev)",
         metavar="V",
+    ),
+    Option(
+        "--sys1cal-model-id",
+        "the model id sent to the server and pinned (the server-reported model is checked against it), when it is "
+        "not the version, e.g. a server that answers as prod for every deployment (default: the id the version's "
+        "manifest says it was recorded under, else the version)",
+        metavar="ID",
     ),
     Option(
         "--sys1cal-base-url",
@@ -123,6 +123,13 @@ OPTIONS = [
         metavar="PATH|VERSION",
     ),
     Option(
+        "--sys1cal-recalibration",
+        "replay through this recalibration map (python -m pytest_sys1cal recalibrate writes one): every answer of a "
+        "mapped primitive goes through it before the analysis and the gates, so what is gated is what a team ships",
+        metavar="MAP.json",
+        path=True,
+    ),
+    Option(
         "--sys1cal-shard",
         "record (or replay) shard I of N: whole latent problems, dealt out by their priced cost; the shard's report "
         "gates nothing, and `python -m pytest_sys1cal merge` joins the shards' folders into one version folder",
@@ -131,17 +138,15 @@ OPTIONS = [
     ),
     Option(
         "--sys1cal-sequential",
-        "upgrade gate in rounds: record the candidate in rounds of whole latent problems (seeded order) and stop "
-        "as soon as every gated primitive's comparison with --sys1cal-baseline is decided, keeping the gate's "
-        "error rates (thresholds.yaml's regression.sequential sets the spending function and the rounds)",
+        "upgrade gate in rounds: record the candidate in rounds of whole latent problems (seeded order), stopping once "
+        "the comparison with --sys1cal-baseline is decided (thresholds.yaml's regression.sequential sets the design)",
         False,
-        type=switch,
-        switch=True,
+        type=on_off,
     ),
     Option("--sys1cal-seed", "seed of every resampling procedure", 0, type=non_negative_int, metavar="N"),
     Option(
         "--sys1cal-bootstrap",
-        "latent-problem resamples for the U_max and λ intervals of Table 2; 0 skips them",
+        "latent-problem resamples for the intervals of Table 2 (U_max, λ) and of the Brier decomposition; 0 skips them",
         BOOTSTRAP_RESAMPLES,  # vocabulary.py says why
         type=non_negative_int,
         metavar="N",
@@ -157,8 +162,9 @@ OPTIONS = [
     Option("--sys1cal-concurrency", "recording: requests in flight at once", 8, type=positive_int, metavar="N"),
     Option(
         "--sys1cal-rate",
-        "recording: at most N requests per minute, evenly spaced; 0 = no limit (Jev allows 1,200)",
-        1000,
+        "recording: at most N requests per minute, evenly spaced; 0 = no limit (default: 1,000 for Jev, which allows "
+        "1,200; a systemone or semif server on this machine or a private network: its own pace)",
+        None,
         type=non_negative_int,
         metavar="N",
     ),
@@ -233,7 +239,7 @@ class Settings:
     bootstrap: int
     recalibration_splits: int
     concurrency: int
-    rate: int
+    rate: int | None  # None: not given (recording_hooks.rate_in_force decides by the server's origin)
     max_cost: float | None
     price: float | None  # dollars per million input tokens; None: Jev's list price
     timeout: float
@@ -246,6 +252,15 @@ class Settings:
     # Whether the cassette root is the default one (`cassettes` under the rootdir), not named by an option or
     # ini key: only there may the bundled reference set stand in for a folder the project lacks.
     default_cassettes: bool = False
+    recalibration: Path | None = None  # --sys1cal-recalibration: the map the answers are replayed through
+    model_id: str | None = (
+        None  # as given (option or ini); the folder's manifest decides a replay's (store/manifest.py)
+    )
+    # Whether the model was named (option or ini key), not the default jev, and whether the thresholds file is the
+    # rootdir's thresholds.yaml, not named: a project whose own thresholds.yaml holds another model's section and
+    # no ini naming a model has not added init's snippet (session/gate_advice.py).
+    model_given: bool = True
+    default_thresholds: bool = False
 
     @property
     def recording(self) -> bool:
@@ -295,7 +310,7 @@ def add_options(parser: pytest.Parser) -> None:
             "help": _help(option),
             "metavar": option.metavar,
         }
-        if option.switch:
+        if option.type is on_off:  # given alone on the command line; its ini key reads true or false
             kwargs["action"] = "store_true"
             del kwargs["metavar"]
         elif option.choices:
@@ -327,6 +342,9 @@ def resolve_settings(config: pytest.Config) -> Settings:
     where = placement(config, {option.flag for option in OPTIONS} | {"--model"}, THRESHOLDS_FILE)
     values = {option.field: _resolve(config, option, where) for option in OPTIONS}
     values["default_cassettes"] = values["cassettes"] == where.rootpath / BY_FIELD["cassettes"].default
+    values["model_given"] = config.getoption("sys1cal_model") is not None or bool(
+        _ini_value(config, where, "sys1cal_model")
+    )
     _check_names(values)
     values["dry_run"] = bool(config.getoption("sys1cal_dry_run", False))
     if values["dry_run"] and values["record_mode"] == "none":
@@ -341,19 +359,18 @@ def resolve_settings(config: pytest.Config) -> Settings:
             f"{flag('shard')} with {flag('baseline')}: a shard gates nothing, the upgrade gate included; merge the "
             "shards, then compare the merged version with the baseline"
         )
-    alone = values["sequential"] and not values["baseline"] and not values["shard"]
-    if alone and not config.getoption(BY_FIELD["sequential"].dest):  # from the ini: in force with a baseline only
+    if values["sequential"] and not values["baseline"] and not values["shard"]:
+        if config.getoption(BY_FIELD["sequential"].dest):  # from the ini it is in force with a baseline only
+            raise pytest.UsageError(
+                f"{flag('sequential')} without {flag('baseline')}: the rounds stop when the comparison with a baseline "
+                f"is decided; add {flag('baseline')}=VERSION (a recorded version) or a saved report's path, or drop it"
+            )
         values["sequential"] = False
-    elif alone:
-        raise pytest.UsageError(
-            f"{flag('sequential')} without {flag('baseline')}: the rounds stop when the comparison with a baseline is "
-            f"decided, so there is nothing to decide without one; add {flag('baseline')}=VERSION (a recorded version "
-            "of this model) or a saved report's path, or drop the option"
-        )
     given = values["thresholds"]
     if given is None:
         default = where.rootpath / THRESHOLDS_FILE
         values["thresholds"] = default if default.is_file() else None
+        values["default_thresholds"] = default.is_file()
     elif not given.is_file():
         raise pytest.UsageError(f"{flag('thresholds')}: {given} does not exist")
     return Settings(**values)
@@ -367,13 +384,20 @@ NAMED = {
 
 
 def _check_names(values: dict[str, Any]) -> None:
-    """A model or version that is not a plain name is refused before anything is read or written."""
+    """A model or version that is not a plain name is refused before anything is read or written; so is a model
+    id that a server could not be sent as it is meant (it is sent as JSON text, shown in every notice)."""
     for field, why in NAMED.items():
         if values[field] is not None:
             try:
                 check_name(values[field], flag(field), why)
             except NotAName as exc:
                 raise pytest.UsageError(str(exc)) from None
+    given = values["model_id"]
+    if given is not None and (len(given) > 200 or not given.isprintable() or any(c.isspace() for c in given)):
+        raise pytest.UsageError(
+            f"{flag('model_id')}={given!r}: a model id is printable text of at most 200 characters without spaces "
+            "(e.g. prod, org/model:tag), as the server names it"
+        )
 
 
 def _resolve(config: pytest.Config, option: Option, where: Placement) -> Any:

@@ -65,6 +65,7 @@ class Outputs:
             "--sys1cal-thresholds": s.thresholds,
             "--sys1cal-cassettes": s.cassettes,
             "--sys1cal-dataset": _dataset_path(s.dataset),
+            "--sys1cal-recalibration": s.recalibration,
         }
         return {name: path for name, path in found.items() if path is not None}
 

@@ -18,7 +18,7 @@ from ..errors import usage_errors
 from ..escape import one_line
 from ..recording.engine import Engine
 from ..recording.plan import Plan, make_plan
-from ..recording.policy import Limits
+from ..recording.policy import JEV_RATE, Limits, local_origin
 from .collect import renderings_of, renderings_of_nodeids
 from .options import flag
 
@@ -56,11 +56,34 @@ def workercount(workerinput: Mapping[str, Any]) -> int:
     return int(workerinput.get("workercount") or 1)
 
 
-def limits_for(settings: Settings, share: int = 1) -> Limits:
+# Servers a team runs itself: on this machine or a private network they are recorded at their own pace. Jev's
+# public origin (and any other) keeps the default rate, under Jev's published limit.
+OWN_SERVERS = ("systemone", "semif")
+
+
+def rate_in_force(settings: Settings, adapter: ModelAdapter) -> tuple[float, str]:
+    """Requests per minute for this recording, and why, as the plan says it (with the flag that changes it)."""
+    if settings.rate is not None:
+        return float(settings.rate), f"{flag('rate')}={settings.rate}"
+    host = local_origin(adapter.base_url)
+    if adapter.name in OWN_SERVERS and host is not None:
+        return 0.0, (
+            f"a {adapter.name} server on {host} is recorded at its own pace (Jev's default of 1,000/min is not "
+            f"applied; {flag('rate')}=N caps it); the circuit breaker and back-off still apply"
+        )
+    return JEV_RATE, (
+        f"the default 1,000/min, under Jev's 1,200/min; {flag('rate')}=0 lifts it for a server that needs none, "
+        f"{flag('rate')}=N sets another"
+    )
+
+
+def limits_for(settings: Settings, adapter: ModelAdapter, share: int = 1) -> Limits:
     """The run's recording limits; with `share` > 1 (xdist workers), this process's part of them."""
+    rate, rate_source = rate_in_force(settings, adapter)
     limits = Limits(
         concurrency=max(1, math.ceil(settings.concurrency / share)),
-        rate=settings.rate / share,
+        rate=rate / share,
+        rate_source=rate_source,
         timeout=settings.timeout,
         retry_budget=settings.retry_budget,
         stall_limit=settings.stall_limit,
@@ -243,12 +266,12 @@ class RecordingHooks:
             refused = f"cannot record {len(plan.renderings)} renderings: {missing}. Nothing was sent."
             raise pytest.UsageError(run.redactor.text(refused))
         recording.plan = plan
-        lines = plan.lines(limits_for(run.settings, workers), workers)
+        lines = plan.lines(limits_for(run.settings, run.adapter, workers), workers)
         if run.looker is not None:  # what the rounds may cost, and are expected to
             lines += self.rounds_plan(plan)
         for line in lines:
             recording.say(line)
-        refusal = plan.refusal(limits_for(run.settings))  # the run's cap, whatever each process's share
+        refusal = plan.refusal(limits_for(run.settings, run.adapter))  # the run's cap, whatever each process's share
         if refusal:
             raise pytest.UsageError(run.redactor.text(refusal))
         if plan.renderings and not run.settings.dry_run:

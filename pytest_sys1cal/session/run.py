@@ -26,20 +26,22 @@ from ..gates.schema import Thresholds
 from ..measure import Measurer
 from ..models import BUILTIN_ADAPTERS, make_adapter
 from ..models.base import ModelAdapter
+from ..recalibration_map import MapError, RecalibrationMap, load_map
 from ..recording.proxies import proxy_urls
 from ..redact import Redactor
 from ..report.terminal import Line
 from ..results import ResultRow
 from ..run_report import Baseline, Report
-from ..store.folder import CassetteFolder, reference_root
+from ..store.folder import CassetteFolder, model_id_of, reference_root
 from ..store.replay_cache import CACHE_NAME
 from ..versions.upgrade_baseline import BaselineRequest, averaged_repeats, check_repeats, resolve_baseline
 from .advice import Advice, selection_of
+from .gate_advice import missing_snippet
 from .interruption import Interruption
 from .options import Settings, pytest_outputs
 from .outputs import Outputs
 from .sequential import WORKERINPUT_KEY as ROUNDS_KEY
-from .sequential import Rounds, requests_by_problem, rounds_of_run
+from .sequential import requests_by_problem, rounds_of_run
 from .sequential_looks import Looker
 from .sharding import check_folder, leave_manifest, shard_run
 from .signals import SignalStop
@@ -80,10 +82,11 @@ class Sys1CalRun:
             self._inputs(registered)
             self._store(registered)
             self._baseline(registered, repeats)
-            self.rounds = self._rounds()  # the upgrade gate in rounds, when in force (session/sequential.py)
+            # the upgrade gate in rounds, when in force (session/sequential.py)
+            self.rounds = rounds_of_run(config, settings, self.dataset, self.folder, self.thresholds, self.selection)
         # This process's recording (None: a replay), its end settled once (session/ending.py).
         self.recording: Recording | None = (
-            recording_of(config, settings, controller, self.redactor) if settings.recording else None
+            recording_of(config, settings, self.adapter, controller, self.redactor) if settings.recording else None
         )
         self.measurer = Measurer(
             Codec(self.adapter, self.folder.questions, self.repeats),
@@ -92,10 +95,7 @@ class Sys1CalRun:
             sender=self.recording.make_engine if self.recording else None,
         )
         self.rows = Rows()
-        # A recording in rounds: the controller's looks between them (session/sequential_looks.py).
-        self.looker: Looker | None = None
-        if self.rounds is not None and self.rounds.recording and controller and self.recording is not None:
-            self.looker = Looker(self.rounds, self, self.recording.say, self.requests_by_problem())
+        self.looker = looker_of(self, controller)  # a recording in rounds: the looks between them
         self.report: Report | None = None
         self.summary: list[Line] = []
         self.finish_error: str | None = None
@@ -116,6 +116,7 @@ class Sys1CalRun:
         )
         config.hook.pytest_sys1cal_configure_adapter(config=config, adapter=self.adapter)
         self.redactor.learn(self.adapter.secrets, [self.adapter.base_url])
+        self.recalibration = recalibration_of(settings) if self.controller else None
 
     def _store(self, registered: Any) -> None:
         """The thresholds in force and the cassette folder (the bundled reference set stands in for a project's
@@ -128,16 +129,25 @@ class Sys1CalRun:
             settings.record_mode,
             default_root=settings.default_cassettes,
         )
+        known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
+        if self.controller and (snippet := missing_snippet(settings, known)):
+            raise InputError(snippet)
         self.thresholds = (
             thresholds_in_force(settings, adapter, registered, self.reference) if self.controller else None
         )
         self.folder = folder_of(settings, adapter, self.redactor, self.reference)
+        adapter.model_id = model_id_of(self.folder, settings.model_id)  # what a replay sends is what was recorded
         option = self.config.option
         selection = selection_of(getattr(option, "keyword", ""), getattr(option, "markexpr", ""), self.config.args)
         self.selection = selection
         self.advice = Advice(settings, adapter, self.dataset, self.folder, selection)
         if self.controller:
             self.folder.check(self.dataset, self.advice, collect_only=self.config.option.collectonly)
+            refused = self.thresholds and self.thresholds.reading.refusal(
+                str(self.folder.path), self.folder.repeats_per_answer
+            )
+            if refused:
+                raise InputError(refused)
         try:
             adapter.use_recorded_settings(self.folder.recorded_settings)
         except InputError as exc:  # a setting the environment sets otherwise than the folder was recorded with
@@ -157,21 +167,16 @@ class Sys1CalRun:
         baseline_repeats = averaged_repeats(self.baseline.report) if self.baseline else None
         self.repeats = repeats or self.folder.repeats(settings.repeats, baseline_repeats)
         if self.baseline is not None:
-            check_repeats(self.baseline, self.repeats, self.folder.repeats_per_answer)
-
-    def _rounds(self) -> Rounds | None:
-        """The design in rounds this run follows: resolved on the controller, a worker's from workerinput."""
-        return rounds_of_run(self.config, self.settings, self.dataset, self.folder, self.thresholds, self.selection)
-
-    def requests_by_problem(self) -> dict[str, int]:
-        """Requests a full recording of each latent problem sends: its renderings' requests, every repeat."""
-        return requests_by_problem(self.dataset, self.measurer.codec)
+            reading = self.thresholds.reading if self.thresholds else None
+            check_repeats(self.baseline, self.repeats, self.folder.repeats_per_answer, reading)
 
     def workerinput(self) -> dict[str, Any]:
         """What an xdist worker needs from the controller's configure: the repeats it decided, the rounds."""
         return {"sys1cal_repeats": self.repeats, ROUNDS_KEY: self.rounds.to_json() if self.rounds else None}
 
-    def header(self) -> str:
+    def header(self) -> list[str]:
+        """The run in three short lines (model and how it is measured; where its answers and questions come from;
+        its gates), every path as the user would type it from where pytest ran, never the machine's absolute one."""
         from ..report.terminal import repeats_phrase
 
         source = (
@@ -180,29 +185,32 @@ class Sys1CalRun:
             else f"{self.folder.source} cassettes"
         )
         cassettes = f"{source}, {repeats_phrase(self.repeats, self.folder.repeats_per_answer)}"
+        if self.recalibration is not None:
+            cassettes += f", answers through the recalibration map {self.recalibration.path}"
+        where = "pytest-sys1cal's bundled reference set" if self.reference else self._shown(self.folder.path)
         thresholds = self.thresholds.describe() if self.thresholds else "none (no thresholds.yaml)"
-        return one_line(
-            self.redactor.text(
-                f"sys1cal: model {self.settings.model} {self.adapter.version} ({cassettes}); dataset {self.dataset.name} "
-                f"sha256 {self.dataset.sha256[:12]}… ({len(self.dataset.renderings)} renderings, "
-                f"{self.dataset.latent_problems} latent problems); record mode {self.settings.record_mode}; "
-                f"cassettes {self.folder.path}; seed {self.settings.seed}; thresholds {thresholds}"
-            )
-        )
+        lines = [
+            f"sys1cal: model {self.settings.model} {self.adapter.version} ({cassettes}); record mode "
+            f"{self.settings.record_mode}; seed {self.settings.seed}",
+            f"sys1cal: cassettes {where}; dataset {self.dataset.name} sha256 {self.dataset.sha256[:12]}… "
+            f"({len(self.dataset.renderings)} renderings, {self.dataset.latent_problems} latent problems)",
+            f"sys1cal: thresholds {thresholds}",
+        ]
+        return [one_line(self.redactor.text(line)) for line in lines]
 
-    def rounds_header(self) -> str | None:
-        """The header's line on the upgrade gate in rounds, when it is in force."""
-        if self.rounds is None:
-            return None
-        resume = self.advice.command("once")
-        return self.redactor.text(self.rounds.header(self.folder, self.baseline is not None, resume))
+    def _shown(self, path: Path) -> str:
+        """`path` relative to where pytest ran (with ../ when above it)."""
+        try:
+            return Path(os.path.relpath(path, self.config.invocation_params.dir)).as_posix()
+        except ValueError:  # another drive
+            return path.as_posix()
 
     def start_recording(self) -> str | None:
         """Lock the folder and write the manifest before the first request; a notice when a killed
         recording's lock was taken over."""
         folder, adapter = self.folder, self.adapter
         notice = folder.start_recording(
-            self.dataset, self.repeats, folder.questions, adapter.settings(), adapter.base_url
+            self.dataset, self.repeats, folder.questions, adapter.settings(), adapter.base_url, adapter.model_id
         )
         if self.shard is not None:  # a shard says what it holds from the start: a killed one is seen as unfinished
             leave_manifest(
@@ -256,6 +264,21 @@ class Sys1CalRun:
         self.measurer.close()
 
 
+def recalibration_of(settings: Settings) -> RecalibrationMap | None:
+    """The map the answers are replayed through (--sys1cal-recalibration), checked: a map of another model's
+    answers is refused."""
+    if settings.recalibration is None:
+        return None
+    mapping = load_map(settings.recalibration)
+    if mapping.model != settings.model:
+        raise MapError(
+            f"--sys1cal-recalibration {settings.recalibration}: a map fitted on model {mapping.model}'s answers, and "
+            f"this run measures {settings.model}; fit one on a report of {settings.model} "
+            "(python -m pytest_sys1cal recalibrate REPORT.json --out map.json)"
+        )
+    return mapping
+
+
 def folder_of(settings: Settings, adapter: ModelAdapter, redactor: Redactor, reference: Path | None) -> CassetteFolder:
     """The run's cassette folder: the project's, or the bundled reference set read-only (`reference`)."""
     root = reference or settings.cassettes
@@ -269,14 +292,25 @@ def thresholds_in_force(
     """The thresholds file in force: the given one, the rootdir's thresholds.yaml, or, for the bundled
     reference set in a project without a thresholds file, the shipped one."""
     path = settings.thresholds
+    shown = None if path is None else shown_path(path)
     if path is None and reference is not None:
-        path = shipped_thresholds_path()
+        path, shown = shipped_thresholds_path(), SHIPPED_THRESHOLDS
     if path is None:
         return None
     from ..gates.config import load_thresholds
 
     known = sorted({*BUILTIN_ADAPTERS, *(name for mapping in registered for name in (mapping or {}))})
-    return load_thresholds(path, settings.model, adapter.version, known_models=known)
+    return load_thresholds(path, settings.model, adapter.version, known_models=known, shown=shown)
+
+
+SHIPPED_THRESHOLDS = "pytest-sys1cal's shipped thresholds.yaml"  # the bundled set's gates, inside the package
+
+
+def shown_path(path: Path) -> str:
+    """`path` as the user would type it: relative to where pytest runs when inside it, else as given (never the
+    machine's absolute path for a project file: the header, the margins' words and the HTML name it so)."""
+    relative = os.path.relpath(path)
+    return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
 
 
 def baseline_of(config: pytest.Config, settings: Settings, run: Sys1CalRun, registered: Any) -> Baseline:
@@ -329,17 +363,34 @@ def replay_cache_folder(config: pytest.Config, cassette_root: Path) -> tuple[Pat
     return folder, None
 
 
-def recording_of(config: pytest.Config, settings: Settings, controller: bool, redactor: Redactor) -> Recording:
+def recording_of(
+    config: pytest.Config, settings: Settings, adapter: ModelAdapter, controller: bool, redactor: Redactor
+) -> Recording:
     """This process's recording (its lines through the run's redactor); an xdist worker's limits are its share
     of the run's."""
     from .recording_hooks import Recording, limits_for, workercount
 
     workerinput: Mapping[str, Any] = getattr(config, "workerinput", {})
     share = workercount(workerinput) if not controller else 1
-    return Recording(config, limits_for(settings, share), redactor, quiet=not controller)
+    return Recording(config, limits_for(settings, adapter, share), redactor, quiet=not controller)
 
 
 def _import_analysis() -> None:
     # A failure here is left for the analysis itself to report, from the main thread.
     with contextlib.suppress(Exception):
         importlib.import_module(f"{__package__}.analysis")
+
+
+def rounds_header(run: Sys1CalRun) -> str | None:
+    """The header's line on the upgrade gate in rounds, when it is in force."""
+    if run.rounds is None:
+        return None
+    resume = run.advice.command("once")
+    return run.redactor.text(run.rounds.header(run.folder, run.baseline is not None, resume))
+
+
+def looker_of(run: Sys1CalRun, controller: bool) -> Looker | None:
+    """A recording in rounds, on the controller: the looks between its rounds (session/sequential_looks.py)."""
+    if run.rounds is None or not run.rounds.recording or not controller or run.recording is None:
+        return None
+    return Looker(run.rounds, run, run.recording.say, requests_by_problem(run.dataset, run.measurer.codec))

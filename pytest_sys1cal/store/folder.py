@@ -24,7 +24,7 @@ from . import answers
 from .cassette import Scrubber, cassette_name
 from .lfs import check_not_lfs_pointers
 from .lock import LOCK_NAME, FolderLock
-from .manifest import LEGACY_INDEX_FIELD, MANIFEST, after_recording, new_manifest, read_manifest
+from .manifest import LEGACY_INDEX_FIELD, MANIFEST, after_recording, new_manifest, pinned_model_id, read_manifest
 from .shard_manifest import SHARD_MANIFEST
 
 if TYPE_CHECKING:
@@ -249,12 +249,13 @@ class CassetteFolder:
         questions: Sequence[str],
         settings: Mapping[str, Any],
         base_url: str | None = None,
+        model_id: str | None = None,
     ) -> str | None:
         """Before the first request: take the folder's recording lock (FolderLocked, an InputError, while
         another live recording holds it), sweep what a killed recording left half-written, and write the
         manifest (a new one when this run asks afresh), so an interrupted recording is resumable. `base_url`
-        (the server recorded from) is kept in the manifest without its credentials. Returns a notice when a
-        killed recording's lock was taken over."""
+        (the server recorded from) is kept in the manifest without its credentials, `model_id` (the id sent,
+        where it is not the version) as it is. Returns a notice when a killed recording's lock was taken over."""
         notice = self._lock.acquire()
         self._base_url = strip_userinfo(base_url) if base_url else None
         for leftover in self.path.glob("*/.*.json.*.tmp"):
@@ -263,7 +264,7 @@ class CassetteFolder:
         if self.asks_afresh:
             self._replaced_manifest = self.manifest
             self.manifest = new_manifest(
-                self.model, self.version, dataset, repeats, questions, settings, base_url=self._base_url
+                self.model, self.version, dataset, repeats, questions, settings, self._base_url, model_id
             )
             kept = (self._replaced_manifest or {}).get(answers.ANSWERS)
             if kept is not None:  # what this run does not re-record keeps the digest it was recorded with
@@ -335,3 +336,9 @@ def _remove_empty_folders(path: Path, root: Path) -> None:
         with contextlib.suppress(OSError):
             if directory.is_dir() and not any(directory.iterdir()):
                 directory.rmdir()
+
+
+def model_id_of(folder: CassetteFolder, given: str | None) -> str | None:
+    """The model id a run of `folder` sends where it is not the version (manifest.pinned_model_id): `given` for a
+    folder asked afresh, else the id its manifest says it was recorded under (a `given` that differs is refused)."""
+    return pinned_model_id(folder.manifest, folder.path, folder.version, given, afresh=folder.asks_afresh)

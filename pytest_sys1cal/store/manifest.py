@@ -145,6 +145,7 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "schema": (True, _text, f"the text {MANIFEST_SCHEMA!r}"),
     "model": (True, _text, "the model name (text)"),
     "version": (True, _text, "the model version (text)"),
+    "model_id": (False, _text, "the model id the recording sent, where it is not the version (text)"),
     "server_model": (False, lambda v: v is None or _text(v), "the model id the server reported (text or null)"),
     "base_url": (False, _base_url, "the http(s) URL recorded from, without credentials (no user:password@)"),
     "dataset": (True, _dataset, 'an object {"name": text, "sha256": 64 hex digits}'),
@@ -178,12 +179,15 @@ def new_manifest(
     questions: Sequence[str],
     settings: Mapping[str, Any] | None = None,
     base_url: str | None = None,
+    model_id: str | None = None,
 ) -> dict[str, Any]:
     """Written before the first request, so an interrupted recording is resumable. `base_url` is the server
-    recorded from, its credentials already stripped."""
+    recorded from, its credentials already stripped; `model_id` the id sent, kept only where it is not the
+    version (so a folder recorded without one is written as before)."""
     return {
         **({"settings": dict(settings)} if settings else {}),
         **({"base_url": base_url} if base_url else {}),
+        **({"model_id": model_id} if model_id and model_id != version else {}),
         "model": model,
         "version": version,
         "server_model": None,
@@ -193,6 +197,27 @@ def new_manifest(
         "source": "recorded",
         "recorded_at": None,
     }
+
+
+def pinned_model_id(
+    manifest: Mapping[str, Any] | None, path: Path, version: str, given: str | None, *, afresh: bool
+) -> str | None:
+    """The model id a run of a version folder sends, where it is not the version (None: the version is the id).
+    A folder asked afresh (nothing recorded yet, or record mode all) sends `given`; any other sends what its
+    manifest says it was recorded under (``model_id``, else the version), since a replay asks what was recorded:
+    a `given` id that differs is refused rather than sent for cassettes that never saw it (docs/cassettes.md)."""
+    if afresh or manifest is None:
+        return given if given != version else None
+    recorded = manifest.get("model_id") or version
+    if given is not None and given != recorded:
+        how = "its model_id" if manifest.get("model_id") else "no model_id field, so the version is the id"
+        raise InputError(
+            f"{path / MANIFEST}: {version} was recorded under the model id {recorded!r} ({how}), and this run sends "
+            f"{given!r} (--sys1cal-model-id or the ini key sys1cal_model_id); its cassettes hold the answers to "
+            f"{recorded!r}, so drop the id for this version (its manifest's is used), or record another version "
+            f"under {given!r} (re-recording this one whole: --sys1cal-record-mode=all)"
+        )
+    return recorded if recorded != version else None
 
 
 def after_recording(

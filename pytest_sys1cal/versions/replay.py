@@ -10,6 +10,8 @@ replayed here gives the numbers a ``pytest --sys1cal`` run of it gives.
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +26,7 @@ from ..names import ALLOWED, is_plain_name
 from ..redact import Redactor
 from ..results import ResultRow
 from ..run_report import Report, RunFacts, build_report
-from ..store.folder import CassetteFolder, restore_from_git
+from ..store.folder import CassetteFolder, model_id_of, restore_from_git
 from ..store.lfs import ADVICE, is_pointer
 from ..store.manifest import MANIFEST
 
@@ -50,13 +52,35 @@ def recorded_versions(root: Path, model: str) -> list[str]:
 
 
 def version_folders(root: Path, model: str) -> list[str]:
-    """Every version folder of `model` under the cassette root, in version order: those holding a manifest and
-    those holding cassettes without one (which a trend shows as not replayable, saying why, never leaves out)."""
+    """Every version folder of `model` under the cassette root, in the order they were recorded (`recorded_order`):
+    those holding a manifest and those holding cassettes without one (which a trend shows as not replayable,
+    saying why, never leaves out)."""
     folder = root / model
     if not folder.is_dir():
         return []
-    found = [p.name for p in folder.iterdir() if p.is_dir() and ((p / MANIFEST).is_file() or any(p.glob("*/*.json")))]
-    return sorted(found, key=natural_key)
+    found = [p for p in folder.iterdir() if p.is_dir() and ((p / MANIFEST).is_file() or any(p.glob("*/*.json")))]
+    return [p.name for p in sorted(found, key=recorded_order)]
+
+
+def recorded_order(folder: Path) -> tuple[bool, _dt.datetime, tuple[tuple[int, int | str], ...]]:
+    """Sort key of a version folder: its manifest's ``recorded_at`` (a version's name need not say its order:
+    prod-blue after prod-green), folders without one first (a set reconstructed from published outputs, a
+    folder whose manifest is missing), ties and those by name in version order (natural_key)."""
+    when = recorded_at(folder)
+    return when is not None, when or _dt.datetime.min.replace(tzinfo=_dt.UTC), natural_key(folder.name)
+
+
+def recorded_at(folder: Path) -> _dt.datetime | None:
+    """The manifest's ``recorded_at`` as an aware UTC time; None when there is none or it cannot be read (the
+    trend's row for the folder says what is wrong with its manifest)."""
+    try:
+        text = json.loads((folder / MANIFEST).read_text(encoding="utf-8")).get("recorded_at")
+        when = _dt.datetime.fromisoformat(text) if isinstance(text, str) else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    if when is None:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=_dt.UTC)
 
 
 def is_version_name(value: str) -> bool:
@@ -99,6 +123,7 @@ def open_version(root: Path, model: str, version: str, adapter: ModelAdapter) ->
         adapter.use_recorded_settings(folder.recorded_settings)
     except InputError as exc:  # a setting the environment sets otherwise than the folder was recorded with
         raise InputError(f"{folder.path}: {exc}") from None
+    adapter.model_id = model_id_of(folder, None)  # the id it was recorded under, whatever this run sends
     return folder
 
 
@@ -162,6 +187,7 @@ def version_report(
     facts = RunFacts(
         model=folder.model,
         version=folder.version,
+        model_id=model_id_of(folder, None),
         source=folder.source,
         server_model=folder.server_model,
         repeats=folder.repeats(None),

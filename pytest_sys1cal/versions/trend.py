@@ -181,7 +181,12 @@ def _step(inputs: TrendInputs, old: str, new: str, reports: Mapping[str, Replaye
         }
     try:
         rows = evaluate_upgrade(
-            thresholds.regression if thresholds else None, data, base, seed=inputs.seed, baseline_name=old
+            thresholds.regression if thresholds else None,
+            data,
+            base,
+            seed=inputs.seed,
+            baseline_name=old,
+            explain=False,
         )
     except UpgradeError as exc:
         return {**step, "reason": str(exc)}

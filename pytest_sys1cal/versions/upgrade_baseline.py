@@ -16,12 +16,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..dataset import Dataset, line_ending_hint
-from ..document import ReportDocument, ReportError, read_report
+from ..document import ReportDocument, ReportError, averaged_calls, read_report
 from ..errors import MeasurementError
+from ..gates.schema import Reading
 from ..gates.upgrade import UpgradeError, check_baseline
 from ..models.base import ModelAdapter
 from ..run_report import Baseline
 from ..store.folder import reference_root
+from ..vocabulary import CALL_READING
 from .replay import (
     is_version_name,
     open_version,
@@ -59,7 +61,7 @@ def load_baseline(path: str | Path) -> ReportDocument:
 
 def averaged_repeats(report: ReportDocument) -> int:
     """How many model repeats each rendering's value in a report averages."""
-    return int(report.get("repeats") or 1) * int(report.get("repeats_per_answer") or 1)
+    return averaged_calls(report)
 
 
 def resolve_baseline(
@@ -184,8 +186,16 @@ def version_baseline(
     return Baseline(report.data, version, origin="version folder", location=folder.path.as_posix())
 
 
-def check_repeats(baseline: Baseline, repeats: int, repeats_per_answer: int) -> None:
-    """Per-item OVL of a repeat mean depends on the number of repeats averaged: compare like with like."""
+def check_repeats(baseline: Baseline, repeats: int, repeats_per_answer: int, reading: Reading | None = None) -> None:
+    """Per-item OVL of a repeat mean depends on the number of repeats averaged: compare like with like. Read per
+    call (`reading` call) the expected OVL of one call does not, so any repeats compare, but both sides must hold
+    single calls."""
+    if reading is not None and reading.value == CALL_READING:
+        per_answer = int(baseline.report.get("repeats_per_answer") or 1)
+        refused = reading.refusal(f"the baseline {baseline.name}", per_answer)
+        if refused:
+            raise UpgradeError(f"{OPTION} {baseline.name}: {refused}")
+        return
     theirs, ours = averaged_repeats(baseline.report), repeats * repeats_per_answer
     if theirs != ours:
         raise UpgradeError(

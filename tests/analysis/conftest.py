@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pytest_sys1cal.analysis import analyze
+from tests.runs import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 PUBLISHED = REPO / "fixtures" / "published-jev"
 
 

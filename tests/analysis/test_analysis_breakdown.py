@@ -89,7 +89,13 @@ def test_a_primitive_not_asked_in_a_group_is_none_and_noted(make_item: Callable[
     result = analyze(items, bootstrap=0)
     beta = result["by_family"]["beta"]
     assert (beta["renderings"], beta["latent_problems"]) == (2, 2)
-    assert beta["primitives"]["noul"] == {"n": 0, "latent_problems": 0, "mean_tv": None, "mean_ovl": None}
+    assert beta["primitives"]["noul"] == {
+        "n": 0,
+        "latent_problems": 0,
+        "mean_tv": None,
+        "mean_ovl": None,
+        "per_call": {"mean_tv": None, "mean_ovl": None},
+    }
     assert beta["primitives"]["choice"]["mean_tv"] == pytest.approx(0.1)
     prose = result["by_representation"]["prose"]
     assert prose["primitives"]["noul"]["n"] == 1

@@ -33,7 +33,19 @@ def grid(make_item, latents: int, renderings: int, **answers_of) -> list[dict]:
 def test_no_items():
     result = clean(analyze([]))
     assert result["counts"] == {"renderings": 0, "measured": 0, "failed": 0, "latent_problems": 0}
-    assert result["primitives"]["choice"] == {"n": 0, "mean_tv": None, "mean_ovl": None, "median_ovl": None}
+    assert result["primitives"]["choice"] == {
+        "n": 0,
+        "mean_tv": None,
+        "mean_ovl": None,
+        "median_ovl": None,
+        "per_call": {
+            "calls": 0,
+            "mean_tv": None,
+            "mean_ovl": None,
+            "median_ovl": None,
+            "reason": "no rendering was measured",
+        },
+    }
     assert result["representation_sensitivity"]["noul"]["reason"].startswith("not enough data")
     unc = result["uncertainty"]
     assert unc["lambda"] is None and unc["test"]["p_value"] is None

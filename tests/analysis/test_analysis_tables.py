@@ -11,12 +11,14 @@ from pytest_sys1cal.report.paper_tables import (
     build_tables,
     decisions_as_table,
     option_swap_as_table,
+    per_call_table,
     table1,
     table2,
     table3,
     table6,
 )
 from pytest_sys1cal.report.recalibration_table import recalibration_table
+from pytest_sys1cal.report.why_text import decomposition_table
 
 
 def cell(table, label_start: str, column: str) -> str:
@@ -27,6 +29,7 @@ def cell(table, label_start: str, column: str) -> str:
 def test_print_order():
     assert [
         table1,
+        per_call_table,
         by_family_table,
         by_representation_table,
         table2,
@@ -35,6 +38,7 @@ def test_print_order():
         decisions_as_table,
         option_swap_as_table,
         recalibration_table,
+        decomposition_table,
     ] == TABLES
 
 
@@ -96,5 +100,5 @@ def test_option_swap_table(published, make_item):
 def test_degenerate_results_render(make_item, answers):
     items = [make_item("bayes__seed_000042", f"r{r}", 0.4, **answers) for r in range(3)]
     tables = build_tables(analyze(items))
-    assert len(tables) == len(TABLES)
+    assert len(tables) == len(TABLES) - 1  # one call per rendering: the per-call table is Table 1, said in a note
     assert any(note.startswith("Not computed:") for table in tables for note in table.notes)

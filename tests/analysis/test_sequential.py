@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
@@ -27,8 +26,8 @@ from pytest_sys1cal.analysis.sequential_design import (
 )
 from pytest_sys1cal.analysis.upgrade import Margin, compare_reports
 from pytest_sys1cal.vocabulary import Verdict
+from tests.runs import GOLDEN
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 FIVE = (0.2, 0.4, 0.6, 0.8, 1.0)
 NORMAL = NormalDist()
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.runs import REPO
+
 RATE = r"(\d\.\d+) ± (\d\.\d+)"
 ROW = re.compile(
     rf"^\| (\S+(?: \(better\))?) \| (fixed|sequential) \| (—|{RATE}) \| (—|{RATE}) \| {RATE} \| {RATE} \| {RATE} \| ([\d.]+) ± ([\d.]+) \|$",

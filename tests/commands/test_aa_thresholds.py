@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.runs import REPO
+
 # Records five times from a loopback server through real pytest processes (about 45 s).
 pytestmark = pytest.mark.e2e
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def bench():

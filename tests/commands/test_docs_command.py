@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_sys1cal.commands import docs
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.runs import REPO
 
 
 def run(capsys: pytest.CaptureFixture[str], page: str | None) -> tuple[int, str, str]:

@@ -22,8 +22,8 @@ from pytest_sys1cal.commands.project_files import WORKFLOW, Project, ini_snippet
 from pytest_sys1cal.gates.config import parse_thresholds
 from pytest_sys1cal.report.pr_comment import MARKER
 from tests.degraded import degrade
+from tests.runs import REPO, run
 
-REPO = Path(__file__).resolve().parents[2]
 JEV = REPO / "cassettes" / "jev" / "jev-1.13.0"
 FILES = ("thresholds.yaml", WORKFLOW, ".gitattributes")
 
@@ -110,7 +110,7 @@ def test_show_prints_what_init_would_write_and_writes_nothing(tmp_path: Path) ->
     assert f"---- {WORKFLOW}: would be written\n# pytest-sys1cal" in out
     assert "---- .gitattributes: exists; these lines would be added at its end" in out
     shown = out.split("---- thresholds.yaml: ", 1)[1].split("\n", 1)[1].split("\n---- ", 1)[0]
-    assert yaml.safe_load(shown) == {"systemone": None}  # what a real init writes, byte for byte
+    assert yaml.safe_load(shown) == {"systemone": {"reading": "call"}}  # what a real init writes, byte for byte
     (tmp_path / "thresholds.yaml").unlink()
     assert init(tmp_path, "--model", "systemone", "--version", "my-model-1").returncode == 0
     assert (tmp_path / "thresholds.yaml").read_text() == shown.rstrip("\n") + "\n"
@@ -149,7 +149,7 @@ def test_another_model_gets_its_own_section_only_until_thresholds_update_writes_
     done = init(tmp_path, "--model", "systemone", "--version", "typed-gguf-smollm2-135m")
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "thresholds.yaml").read_text(encoding="utf-8")
-    assert yaml.safe_load(text) == {"systemone": None} and "jev" not in text.replace("--sys1cal", "")
+    assert yaml.safe_load(text) == {"systemone": {"reading": "call"}} and "jev" not in text.replace("--sys1cal", "")
     assert "# systemone: no gates yet, so a run of it says so and gates nothing." in text
     empty = parse_thresholds(text, "t", "systemone", "typed-gguf-smollm2-135m")
     assert (empty.layers, empty.gates, empty.notice) == (("systemone",), (), None)
@@ -230,10 +230,14 @@ def test_the_workflow_replays_on_push_and_records_only_by_hand(tmp_path: Path) -
     flow = workflow(tmp_path)
     triggers = flow[True]  # YAML 1.1 reads the key `on` as true
     assert set(triggers) == {"push", "pull_request", "workflow_dispatch"}
-    assert set(triggers["workflow_dispatch"]["inputs"]) == {"version", "max_cost"}
+    assert set(triggers["workflow_dispatch"]["inputs"]) == {"version", "max_cost", "model_id"}
     assert flow["permissions"] == {"contents": "read"}
     # The model and the version gated come from the ini snippet alone; the workflow names the baseline (none yet).
-    assert flow["env"] == {"BASELINE_VERSION": "", "MAX_COST_CEILING": "20"}
+    assert flow["env"] == {
+        "BASELINE_VERSION": "",
+        "MAX_COST_CEILING": "20",
+        "SYS1CAL_INSTALL": f"pytest-sys1cal[html]=={__version__}",  # an editable checkout: nothing CI could fetch
+    }
     replay, record = flow["jobs"]["replay"], flow["jobs"]["record"]
     assert replay["if"] == "github.event_name != 'workflow_dispatch'"
     assert record["if"] == "github.event_name == 'workflow_dispatch'"
@@ -244,11 +248,11 @@ def test_the_workflow_replays_on_push_and_records_only_by_hand(tmp_path: Path) -
     assert steps["Record, then gate"]["env"]["TYPESAFE_API_KEY"] == "${{ secrets.TYPESAFE_API_KEY }}"
     assert "TYPESAFE_API_KEY" not in json.dumps(record.get("env", {}))
     for job, artifacts in ((replay, ["sys1cal-reports"]), (record, ["sys1cal-cassettes-", "sys1cal-reports"])):
-        uploads = [s for s in job["steps"] if s.get("uses") == "actions/upload-artifact@v6"]
+        uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
         assert [s["with"]["name"].split("$")[0] for s in uploads] == artifacts
         assert all(s["if"].startswith("${{ !cancelled()") for s in uploads)
     installs = [s["run"] for s in replay["steps"] + record["steps"] if "pip install" in s.get("run", "")]
-    assert [shlex.split(run)[-1] for run in installs] == [f"pytest-sys1cal[html]=={__version__}"] * 2
+    assert [shlex.split(run)[-1] for run in installs] == ["$SYS1CAL_INSTALL"] * 2  # one variable: the source
     record_run = " ".join(s.get("run", "") for s in record["steps"])
     assert "--sys1cal-record-mode=once" in record_run and '"--sys1cal-max-cost=$MAX_COST"' in record_run
     assert "--sys1cal-record-mode" not in " ".join(s.get("run", "") for s in replay["steps"])
@@ -257,9 +261,13 @@ def test_the_workflow_replays_on_push_and_records_only_by_hand(tmp_path: Path) -
 def test_other_models_read_their_own_key_and_server(tmp_path: Path) -> None:
     init(tmp_path, "--model", "systemone", "--version", "my-server-1")
     flow = workflow(tmp_path)
-    assert flow["env"] == {"BASELINE_VERSION": "", "MAX_COST_CEILING": "20"}
+    assert set(flow["env"]) == {"BASELINE_VERSION", "MAX_COST_CEILING", "SYS1CAL_INSTALL"}
     record = flow["jobs"]["record"]
-    assert record["env"] == {"VERSION": "${{ inputs.version }}", "MAX_COST": "${{ inputs.max_cost }}"}
+    assert record["env"] == {
+        "VERSION": "${{ inputs.version }}",
+        "MAX_COST": "${{ inputs.max_cost }}",
+        "MODEL_ID": "${{ inputs.model_id }}",
+    }
     assert steps_named(record)["Record, then gate"]["env"] == {
         "SYS1CAL_API_KEY": "${{ secrets.SYS1CAL_API_KEY }}",
         "SYS1CAL_BASE_URL": "${{ vars.SYS1CAL_BASE_URL }}",
@@ -268,7 +276,7 @@ def test_other_models_read_their_own_key_and_server(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------- every pytest command, parsed and run as printed
 
-CONTEXTS = {"inputs": {"version": "jev-1.14.0", "max_cost": "5"}, "secrets": {}, "vars": {}}
+CONTEXTS = {"inputs": {"version": "jev-1.14.0", "max_cost": "5", "model_id": ""}, "secrets": {}, "vars": {}}
 
 
 def fill(value: Any, contexts: dict[str, dict[str, str]]) -> str:
@@ -400,7 +408,7 @@ def run_steps(
         with pytest.MonkeyPatch.context() as patch:
             for key, value in {**env, **own}.items():
                 patch.setenv(key, value)
-            results[name] = pytester.runpytest(*argv, "-p", "no:cacheprovider", *extra)
+            results[name] = run(pytester, *argv, *extra)
     return results
 
 
@@ -441,7 +449,7 @@ def test_the_replay_job_runs_the_upgrade_gate_when_the_version_moved(pytester: p
     gates = {g["name"]: g["verdict"] for g in json.loads((pytester.path / "sys1cal-report.json").read_text())["gates"]}
     assert gates["regression.noul.mean_ovl"] == "FAILED" and gates["noul.min_mean_ovl"] == "FAILED"
     comment = (pytester.path / "sys1cal-comment.markdown").read_text()
-    assert comment.startswith(f"{MARKER}\n### ❌ Sys1Cal upgrade jev-1.13.0 → jev-1.14.0: FAILED\n")
+    assert comment.startswith(f"{MARKER}\n### ❌ Sys1Cal upgrade jev-1.13.0 → jev-1.14.0, 10-call mean: FAILED\n")
 
 
 @pytest.mark.usefixtures("matplotlib_loaded")

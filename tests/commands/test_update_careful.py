@@ -20,9 +20,8 @@ import pytest
 import yaml
 
 from pytest_sys1cal.__main__ import main
+from tests.runs import GOLDEN, REPO
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-REPO = Path(__file__).resolve().parents[2]
 JEV = str(GOLDEN / "jev-report.json")
 HAND = """\
 # top comment by hand
@@ -68,7 +67,9 @@ def test_hand_comments_stay_with_their_keys(tmp_path: Path) -> None:
     assert "  # hand: noul note\n  noul:  # key remark\n    # inside noul by hand\n    min_mean_ovl: 0.9  " in after
     assert "= 0.9004   trailing by hand\n" in after
     assert "= 0.0791   (15 bins)\n" in after
-    assert "    max_brier: 0.025              # 0.0170 + 2·0.0039 = 0.0249\n    # last in noul\n  choice:\n" in after
+    assert "    max_brier: 0.025              # 0.0170 + 2·0.0039 = 0.0249\n" in after
+    # The optional decomposition gates the rule writes (docs/thresholds.md) are the section's last keys now.
+    assert "    min_dsc: 0.06                 # 0.0802 − 2·0.0086 = 0.0630\n    # last in noul\n  choice:\n" in after
     assert "  # hand: regression note\n  regression:\n" in after
     assert after.startswith("# top comment by hand\n") and after.endswith("# trailing file comment\n")
     assert "      # inside the version's noul\n" in after and "    # above the version's regression\n" in after

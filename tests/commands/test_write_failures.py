@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.commands.test_update_careful import GOLDEN, mounted, needs
 
 
@@ -23,6 +25,7 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
     return line
 
 
+@pytest.mark.e2e  # the html command in a process of its own
 def test_html_into_a_read_only_folder(tmp_path: Path) -> None:
     needs("mount")
     source, folder = tmp_path / "source", tmp_path / "ro"
@@ -39,6 +42,7 @@ def test_html_into_a_read_only_folder(tmp_path: Path) -> None:
     assert list(source.iterdir()) == []
 
 
+@pytest.mark.e2e  # the html command in a process of its own
 def test_html_onto_a_full_disk(tmp_path: Path) -> None:
     needs("mount")
     folder = tmp_path / "small"

@@ -34,6 +34,7 @@ from pytest_sys1cal.results import ResultRow, analysis_rows
 from pytest_sys1cal.session.options import OPTIONS
 from tests.degraded import rewrite_digests
 from tests.loopback import Behaviour, LoopbackServer
+from tests.runs import sys1cal
 
 DATASET = load_dataset("sys1cal-v1")
 VERSION = SystemOneAdapter.default_version  # the cassette folder of a systemone run without a version
@@ -186,10 +187,7 @@ def replay(pytester: pytest.Pytester, root: Path, *args: str, thresholds: str | 
         path = pytester.path / "gates.yaml"
         path.write_text(thresholds)
         extra.append(f"--sys1cal-thresholds={path}")
-    return pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-cassettes={root / 'cassettes'}",
-        "-p", "no:cacheprovider", *extra, *args,
-    )  # fmt: skip
+    return sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-cassettes={root / 'cassettes'}", *extra, *args)  # fmt: skip
 
 
 def gates_of(report: Path) -> dict[str, dict[str, Any]]:
@@ -539,13 +537,13 @@ def test_a_baseline_with_another_repeat_count_is_a_usage_error(
         (
             ("    max_swap_shift: 0.04\n", "    max_swap_shfit: 0.04\n"),
             "systemone.choice.max_swap_shfit: unknown key 'max_swap_shfit'; did you mean 'max_swap_shift'? Allowed keys: "
-            "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier, max_swap_shift, "
-            "max_first_position_bias.",
+            "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier, max_mcb, min_dsc, "
+            "max_swap_shift, max_first_position_bias.",
         ),
         (
             ("  uncertainty:\n", "  uncertainity:\n"),
             "systemone.uncertainity: unknown key 'uncertainity'; did you mean 'uncertainty'? Allowed keys: noul, choice, "
-            "score, uncertainty, decisions, regression, or a model version (e.g. 'jev-1.14.0') holding those sections.",
+            "score, uncertainty, decisions, regression, reading, or a model version (e.g. 'jev-1.14.0') holding those sections.",
         ),
     ],
     ids=["gate-key", "section"],
@@ -558,7 +556,7 @@ def test_malformed_thresholds_are_a_usage_error_naming_file_line_key_and_allowed
     result = replay(pytester, tmp_path, thresholds=THRESHOLDS.replace(*mistake))  # refused before any cassette is read
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert [text for text in result.stderr.lines if text] == [
-        f"ERROR: {pytester.path / 'gates.yaml'}:{line}: {message}"
+        f"ERROR: gates.yaml:{line}: {message}"  # as the user would type it from where pytest ran
     ]
     assert result.stdout.lines == []
 
@@ -598,7 +596,7 @@ def test_github_job_summary_gets_the_gate_table(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = summary.read_text()
     assert text.startswith(
-        "## an earlier step\n\n### Sys1Cal calibration: systemone jev-latest — ❌ 2 gate(s) FAILED\n"
+        "## an earlier step\n\n### Sys1Cal calibration: systemone jev-latest — ❌ 2 gate(s) FAILED; no upgrade comparison made\n"
     )
     lines = text.splitlines()
     head = lines.index("**Gates**")

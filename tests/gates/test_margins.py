@@ -23,6 +23,7 @@ from pytest_sys1cal.run_report import Report
 from pytest_sys1cal.vocabulary import Verdict
 from tests.analysis.test_compare import Model
 from tests.reports import golden, shifted_baseline
+from tests.runs import sys1cal
 from tests.version_roots import NEW, OLD, two_versions
 
 JEV = {"name": "jev", "version": "jev-1.14.0"}
@@ -162,10 +163,7 @@ def test_a_run_with_inconclusive_pass_exits_0_and_says_why(
 ) -> None:
     thresholds = lenient_thresholds(tmp_path, inconclusive)
     report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={thresholds}", f"--sys1cal-model-version={OLD}",
-        f"--sys1cal-baseline={NEW}", f"--sys1cal-report={report}", f"--junitxml={junit}", "-p", "no:cacheprovider",
-    )  # fmt: skip
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={thresholds}", f"--sys1cal-model-version={OLD}", f"--sys1cal-baseline={NEW}", f"--sys1cal-report={report}", f"--junitxml={junit}")  # fmt: skip
     result.stdout.fnmatch_lines(
         [
             "Choice mean OVL *-0.0385*-0.0600*inconclusive",

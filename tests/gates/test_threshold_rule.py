@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,9 +26,7 @@ from pytest_sys1cal.gates.thresholds_rule import (
     outward_limit,
     threshold_rule,
 )
-
-REPO = Path(__file__).resolve().parents[2]
-GOLDEN = REPO / "tests" / "golden"
+from tests.runs import GOLDEN, REPO
 
 
 def golden(name: str) -> dict[str, Any]:

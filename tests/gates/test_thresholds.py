@@ -21,12 +21,14 @@ from pytest_sys1cal.vocabulary import PRIMITIVES
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "fixtures" / "published-jev" / "noul_choice_score_instance_metrics.csv"
 GATE_KEYS = (
-    "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier, "
+    "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier, max_mcb, min_dsc, "
     "max_swap_shift, max_first_position_bias"
 )
-PRIMITIVE_KEYS = "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier"
+PRIMITIVE_KEYS = (
+    "min_mean_ovl, min_median_ovl, max_mean_pairwise_tv, max_mean_max_tv, max_ece, max_brier, max_mcb, min_dsc"
+)
 SECTIONS = "noul, choice, score, uncertainty, decisions, regression"
-MODEL_KEYS = f"{SECTIONS}, or a model version (e.g. 'jev-1.14.0') holding those sections"
+MODEL_KEYS = f"{SECTIONS}, reading, or a model version (e.g. 'jev-1.14.0') holding those sections"
 
 
 def evaluate(thresholds: Thresholds, report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -218,7 +220,7 @@ MISTAKES = {
     ),
     "typo inside a version": (
         "jev:\n  noul: {min_mean_ovl: 0.9}\n  jev-1.14.0:\n    choise: {min_mean_ovl: 0.8}\n",
-        f"4: jev[jev-1.14.0].choise: unknown key 'choise'; did you mean 'choice'? Allowed keys: {SECTIONS}.",
+        f"4: jev[jev-1.14.0].choise: unknown key 'choise'; did you mean 'choice'? Allowed keys: {SECTIONS}, reading.",
     ),
     "bad value inside a version": (
         "jev:\n  jev-1.14.0:\n    choice: {min_mean_ovl: 2}\n",

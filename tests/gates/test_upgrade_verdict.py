@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
-from tests.version_roots import BETTER, JEV, NEW, OLD, REPO, better_version, two_versions
+from tests.runs import REPO, run, sys1cal
+from tests.version_roots import BETTER, JEV, NEW, OLD, better_version, two_versions
 
-FAILED_LINE = "upgrade jev-1.13.0 → jev-1.14.0: FAILED (Noul Δ −0.082, Score Δ −0.065 shown worse; Choice passed)"
-PASSED_LINE = (
-    "upgrade jev-1.13.0 → jev-1.13.1: passed (Noul Δ +0.008, Choice Δ +0.024, Score Δ +0.011 shown within the margin)"
+FAILED_LINE = (
+    "upgrade jev-1.13.0 → jev-1.14.0, 10-call mean: FAILED (Noul Δ −0.082, Score Δ −0.065 shown worse; Choice passed)"
 )
+PASSED_LINE = "upgrade jev-1.13.0 → jev-1.13.1, 10-call mean: passed (Noul Δ +0.008, Choice Δ +0.024, Score Δ +0.011 shown within the margin)"
 DATASET = REPO / "fixtures" / "sys1cal-v1" / "v0.1.0_tiny_cleanvars_parallel_primitives.jsonl"
 
 
@@ -58,8 +59,8 @@ def upgrade_run(
         "summary": pytester.path / "summary.md",
     }
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(files["summary"]))
-    result = pytester.runpytest(
-        "--sys1cal",
+    result = sys1cal(
+        pytester,
         "--sys1cal-cassettes=cassettes",
         "--sys1cal-thresholds=thresholds.yaml",
         f"--sys1cal-model-version={version}",
@@ -68,8 +69,6 @@ def upgrade_run(
         f"--sys1cal-html={files['html']}",
         f"--sys1cal-markdown={files['comment']}",
         f"--junitxml={files['junit']}",
-        "-p",
-        "no:cacheprovider",
         *extra,
     )
     return result, files
@@ -100,8 +99,14 @@ def test_a_worse_version_fails_the_upgrade_and_every_output_says_so_first(
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # as before: the exit status does not change
     lines = section(result)
     assert lines[0] == f"{FAILED_LINE} [baseline: version folder cassettes/jev/{OLD}]"
-    assert lines[1] == "absolute gates: 10 of 21 FAILED"
-    assert lines[2].startswith(f"jev {NEW} (reconstructed cassettes")
+    # Under the verdict, why each primitive that failed moved (the degraded copy mixes answers with uniform: a
+    # monotone change, docs/statistics.md §8.5), then the absolute gates' own line.
+    assert [line.split(" — ")[0] for line in lines[1:3]] == [
+        "  why: Noul: miscalibration",
+        "  why: Score: miscalibration",
+    ]
+    assert lines[3] == "absolute gates: 10 of 21 FAILED"
+    assert lines[4].startswith(f"jev {NEW} (reconstructed cassettes")
     comparison = json.loads(files["report"].read_text(encoding="utf-8"))["comparison"]
     assert comparison["headline"] == FAILED_LINE and comparison["verdict"] == "FAILED"
     assert comparison["baseline"] == {
@@ -124,14 +129,24 @@ def test_a_worse_version_fails_the_upgrade_and_every_output_says_so_first(
         assert (row["margin"], row["fail_margin"]) == (0.02, 0.01)
     # The job summary's heading, the comment, the JUnit XML and the HTML banner say it too.
     summary = files["summary"].read_text(encoding="utf-8")
-    assert summary.startswith(f"### ❌ Sys1Cal {FAILED_LINE}\n\n❌ **Absolute gates: 10 of 21 FAILED**")
+    assert summary.startswith(f"### ❌ Sys1Cal {FAILED_LINE}\n\n- **Why:** Noul: miscalibration — ")
+    assert "\n\n❌ **Absolute gates: 10 of 21 FAILED**" in summary.split("\n### ", 1)[0]
     comment = files["comment"].read_text(encoding="utf-8")
     assert comment.startswith("<!-- pytest-sys1cal: pull-request comment -->\n### ❌ Sys1Cal upgrade jev-1.13.0 → ")
     assert "**Noul Δ −0.082, Score Δ −0.065 shown worse; Choice passed**" in comment
     assert "❌ **Absolute gates: 10 of 21 FAILED**" in comment and "`noul.min_mean_ovl`" in comment
     assert "| Noul | 0.9183 | 0.8362 | -0.0822 | -0.0992 (97.5%) | -0.0636 (98.3%) | 0.02 / 0.01 | FAILED |" in comment
-    for text in (summary, comment):
-        assert not machine_paths(text, pytester.path, REPO, root), text[:2000]
+    html_text = files["html"].read_text(encoding="utf-8")
+    for text in (summary, comment, html_text, files["report"].read_text(encoding="utf-8")):
+        assert not machine_paths(text, pytester.path, REPO, root), text[:2000]  # no absolute thresholds path
+    # One failure count at the end, in the terms of pytest's own closing line (issue 37).
+    count = next(k for k, line in enumerate(lines) if line.startswith("gates: "))
+    assert lines[count - 1 : count + 1] == [
+        f"{FAILED_LINE} [baseline: version folder cassettes/jev/{OLD}]",
+        "gates: 12 of 24 FAILED (10 of 21 absolute, 2 of 3 upgrade); pytest's closing line counts 12 failed: these "
+        "gates",
+    ]
+    result.assert_outcomes(failed=12, passed=365)
     # docs/output.md's "The pull-request comment" quotes this comment, as this run writes it (its folded table
     # cut short).
     page = (REPO / "docs" / "output.md").read_text(encoding="utf-8")
@@ -150,7 +165,7 @@ def test_a_worse_version_fails_the_upgrade_and_every_output_says_so_first(
     html = files["html"].read_text(encoding="utf-8")
     body = html[html.index("<body>") :]
     assert body.index('class="upgrade failed"') < body.index("<h1>")  # the verdict above everything
-    assert "✗ Upgrade jev-1.13.0 → jev-1.14.0: FAILED</p>" in body
+    assert "✗ Upgrade jev-1.13.0 → jev-1.14.0, 10-call mean: FAILED</p>" in body
     assert "Absolute gates: 10 of 21 FAILED</b> " in body and '<span class="names">FAILED: noul.min_mean_ovl, ' in body
 
 
@@ -168,11 +183,13 @@ def test_a_better_version_passes_the_upgrade_beside_its_failed_absolute_gates(
         f"{PASSED_LINE} [baseline: version folder cassettes/jev/{OLD}]",
         "absolute gates: 2 of 21 FAILED",
     ]
-    recap = lines.index(lines[0], 1)  # and repeated under the gate block, where a CI log ends
-    assert (
-        lines[recap - 1 : recap + 2] == ["", *lines[:2]]
-        and "otherwise this is a regression" in lines[recap - 2].lower()
-    )
+    recap = lines.index(lines[0], 1)  # and repeated under the gate block, where a CI log ends, with the one count
+    assert lines[recap - 1 : recap + 2] == [
+        "",
+        lines[0],
+        "gates: 2 of 24 FAILED (2 of 21 absolute, 0 of 3 upgrade); pytest's closing line counts 2 failed: these gates",
+    ]
+    assert "otherwise this is a regression" in lines[recap - 2].lower()
     comparison = json.loads(files["report"].read_text(encoding="utf-8"))["comparison"]
     assert comparison["verdict"] == "passed" and comparison["headline"] == PASSED_LINE
     assert {p: row["verdict"] for p, row in comparison["primitives"].items()} == dict.fromkeys(
@@ -183,7 +200,7 @@ def test_a_better_version_passes_the_upgrade_beside_its_failed_absolute_gates(
     assert summary.startswith(f"### ✅ Sys1Cal {PASSED_LINE}\n\n❌ **Absolute gates: 2 of 21 FAILED**")
     html = files["html"].read_text(encoding="utf-8")
     assert (
-        '<div class="upgrade passed" id="upgrade-verdict"><p class="head">✓ Upgrade jev-1.13.0 → jev-1.13.1: passed'
+        '<div class="upgrade passed" id="upgrade-verdict"><p class="head">✓ Upgrade jev-1.13.0 → jev-1.13.1, 10-call mean: passed'
         in html
     )
     assert "FAILED: choice.max_swap_shift, choice.max_first_position_bias</span>" in html
@@ -198,11 +215,7 @@ def test_a_saved_report_says_what_it_was_compared_with(
     project(pytester, root)
     shutil.copy(REPO / "tests" / "golden" / "jev-report.json", pytester.path / "baseline.json")
     report = pytester.path / "report.json"
-    result = pytester.runpytest(
-        "--sys1cal", "--sys1cal-cassettes=cassettes", "--sys1cal-thresholds=thresholds.yaml",
-        f"--sys1cal-model-version={NEW}", "--sys1cal-baseline=baseline.json", f"--sys1cal-report={report}",
-        "-p", "no:cacheprovider",
-    )  # fmt: skip
+    result = sys1cal(pytester, "--sys1cal-cassettes=cassettes", "--sys1cal-thresholds=thresholds.yaml", f"--sys1cal-model-version={NEW}", "--sys1cal-baseline=baseline.json", f"--sys1cal-report={report}")  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert section(result)[0] == f"{FAILED_LINE} [baseline: saved report baseline.json]"
     read_alone = read_report(report)["comparison"]
@@ -223,10 +236,7 @@ def test_the_bundled_reference_as_baseline_is_named_as_such(pytester: pytest.Pyt
     degrade(JEV, pytester.path / "cassettes", NEW)
     shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
     report = tmp_path / "report.json"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report}",
-        "-p", "no:cacheprovider",
-    )  # fmt: skip
+    result = sys1cal(pytester, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report}")  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert section(result)[0] == f"{FAILED_LINE} [baseline: bundled reference jev/{OLD}]"
     side = json.loads(report.read_text(encoding="utf-8"))["comparison"]["baseline"]
@@ -235,9 +245,7 @@ def test_the_bundled_reference_as_baseline_is_named_as_such(pytester: pytest.Pyt
 
 def test_no_baseline_no_comparison_block(pytester: pytest.Pytester, tmp_path: Path) -> None:
     report = tmp_path / "report.json"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-report={report}", "-p", "no:cacheprovider"
-    )
+    result = sys1cal(pytester, f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-report={report}")
     assert result.ret == pytest.ExitCode.OK
     assert "comparison" not in json.loads(report.read_text(encoding="utf-8"))
     assert section(result)[0].startswith(f"jev {OLD} (reconstructed cassettes")
@@ -269,11 +277,7 @@ def test_the_moved_renderings_are_the_cassettes_own_differences(
     pytester: pytest.Pytester, root: Path, tmp_path: Path
 ) -> None:
     report = tmp_path / "report.json"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}",
-        f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report}",
-        "-p", "no:cacheprovider",
-    )  # fmt: skip
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}", f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report}")  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     rows = json.loads(report.read_text(encoding="utf-8"))["comparison"]["renderings"]
     stars = p_stars()
@@ -302,11 +306,7 @@ def test_the_moved_renderings_are_the_cassettes_own_differences(
 
 def test_the_printed_node_id_reruns_that_rendering(pytester: pytest.Pytester, root: Path, tmp_path: Path) -> None:
     first = tmp_path / "first.json"
-    whole = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}",
-        f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={first}",
-        "-p", "no:cacheprovider",
-    )  # fmt: skip
+    whole = sys1cal(pytester, f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}", f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={first}")  # fmt: skip
     advice = next(line for line in section(whole) if "Re-run one offline with its node id" in line)
     command = advice.split("e.g. the first: ", 1)[1]
     top: dict[str, Any] = json.loads(first.read_text(encoding="utf-8"))["comparison"]["renderings"][0]
@@ -316,7 +316,7 @@ def test_the_printed_node_id_reruns_that_rendering(pytester: pytest.Pytester, ro
     argv = shlex.split(command)
     assert argv[:2] == ["pytest", "--sys1cal"]
     again = tmp_path / "again.json"
-    rerun = pytester.runpytest(*argv[1:], f"--sys1cal-report={again}", "-p", "no:cacheprovider")
+    rerun = run(pytester, *argv[1:], f"--sys1cal-report={again}")
     rerun.assert_outcomes(passed=1)
     (item,) = json.loads(again.read_text(encoding="utf-8"))["items"]
     assert item["instance_id"] == top["instance_id"]
@@ -336,29 +336,30 @@ def test_the_comment_path_goes_through_the_output_boundary(pytester: pytest.Pyte
     shutil.copy(REPO / "tests" / "golden" / "jev-report.json", baseline)
     before = baseline.read_bytes()
     args = ("--sys1cal", f"--sys1cal-cassettes={REPO / 'cassettes'}", "-p", "no:cacheprovider")
-    clash = pytester.runpytest(*args, f"--sys1cal-baseline={baseline}", f"--sys1cal-markdown={baseline}")
+    clash = run(pytester, *args, f"--sys1cal-baseline={baseline}", f"--sys1cal-markdown={baseline}")
     assert clash.ret == pytest.ExitCode.USAGE_ERROR
     assert [line for line in clash.stderr.lines if line.startswith("ERROR:")] == [
         f"ERROR: --sys1cal-markdown {baseline}: this file is also this run's --sys1cal-baseline, which writing the "
         "report would destroy; write the report somewhere else"
     ]
     assert baseline.read_bytes() == before
-    both = pytester.runpytest(*args, f"--sys1cal-report={tmp_path / 'x'}", f"--sys1cal-markdown={tmp_path / 'x'}")
+    both = run(pytester, *args, f"--sys1cal-report={tmp_path / 'x'}", f"--sys1cal-markdown={tmp_path / 'x'}")
     assert both.ret == pytest.ExitCode.USAGE_ERROR
     assert f"ERROR: --sys1cal-markdown {tmp_path / 'x'}: the same file as --sys1cal-report" in both.stderr.str()
 
 
 def test_the_comment_without_a_baseline_says_the_gates_verdict(pytester: pytest.Pytester, tmp_path: Path) -> None:
     comment = tmp_path / "comment.md"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}",
-        f"--sys1cal-markdown={comment}", "-p", "no:cacheprovider",
-    )  # fmt: skip
+    result = sys1cal(pytester, f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}", f"--sys1cal-markdown={comment}")  # fmt: skip
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([f"Markdown comment written to {comment}"])
     assert comment.read_text(encoding="utf-8") == (
         "<!-- pytest-sys1cal: pull-request comment -->\n"
-        "### ✅ Sys1Cal calibration: jev jev-1.13.0 — every gate in force passed\n"
+        "### ✅ Sys1Cal calibration: jev jev-1.13.0 — every gate in force passed; no upgrade comparison made\n\n"
+        "**No upgrade comparison was made:** this run had no baseline, so its verdict is the thresholds file's floors "
+        "and ceilings alone, not whether this version is as good as the one it replaces. To compare, set "
+        "`BASELINE_VERSION` in the workflow `init` wrote (or pass `--sys1cal-baseline=VERSION`, a version folder "
+        "beside this one or a saved JSON report).\n"
     )
     # The λ gate's observed value is the p-value of its test, and says so.
     result.stdout.fnmatch_lines(["uncertainty.require_lambda_positive *p = 1.0e-10 *α = 0.0100 *passed"])

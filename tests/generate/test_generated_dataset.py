@@ -20,6 +20,7 @@ import pytest
 
 from pytest_sys1cal.dataset import load_dataset
 from tests.loopback import Behaviour, LoopbackServer
+from tests.runs import sys1cal
 
 SEED, PROBLEMS, REPEATS = 5, 24, 2
 VERSION = "jev-latest"  # the cassette folder of a systemone run without a version
@@ -92,10 +93,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 
 
 def replay(pytester: pytest.Pytester, recorded: dict[str, object], *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-cassettes={recorded['base'] / 'cassettes'}",
-        "-p", "no:cacheprovider", *args,
-    )  # fmt: skip
+    return sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-cassettes={recorded['base'] / 'cassettes'}", *args)  # fmt: skip
 
 
 def test_record_then_replay_offline_carries_the_dataset_hash(

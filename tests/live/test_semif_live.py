@@ -25,7 +25,7 @@ import anyio._backends._asyncio  # noqa: F401
 import httpcore._backends.anyio  # noqa: F401
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.runs import QUIET, REPO, run
 
 
 def _script() -> Any:
@@ -51,7 +51,6 @@ pytestmark = [
 
 SELECTION = "bayes__seed_000042 and not sequential and not table"  # four renderings: 16 requests
 SELECTED = 4
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
 
 
 def items(path: Path) -> dict[str, Any]:
@@ -67,19 +66,13 @@ def test_smollm2_recorded_live_then_replayed_offline_gives_identical_probabiliti
     with record_semif.LocalServer(log_dir=tmp_path) as server:
         server_up = time.monotonic() - started
         recording = (f"--sys1cal-base-url={server.url}", "--sys1cal-concurrency=2", "--sys1cal-timeout=300")
-        result = pytester.runpytest(
-            *common, f"--sys1cal-cassettes={tmp_path / 'a'}", "--sys1cal-record-mode=once", *recording,
-            f"--sys1cal-report={first}",
-        )  # fmt: skip
+        result = run(pytester, *common, f"--sys1cal-cassettes={tmp_path / 'a'}", "--sys1cal-record-mode=once", *recording, f"--sys1cal-report={first}")  # fmt: skip
         result.assert_outcomes(passed=SELECTED)
         recorded_once = time.monotonic() - started
         # The same requests again: a deterministic readout, which is why one repeat is recorded.
-        pytester.runpytest(
-            *common, f"--sys1cal-cassettes={tmp_path / 'b'}", "--sys1cal-record-mode=once", *recording,
-            f"--sys1cal-report={second}",
-        ).assert_outcomes(passed=SELECTED)  # fmt: skip
+        run(pytester, *common, f"--sys1cal-cassettes={tmp_path / 'b'}", "--sys1cal-record-mode=once", *recording, f"--sys1cal-report={second}").assert_outcomes(passed=SELECTED)  # fmt: skip
     # The server is stopped: replay only.
-    replay = pytester.runpytest(*common, f"--sys1cal-cassettes={tmp_path / 'a'}", f"--sys1cal-report={replayed}")
+    replay = run(pytester, *common, f"--sys1cal-cassettes={tmp_path / 'a'}", f"--sys1cal-report={replayed}")
     replay.assert_outcomes(passed=SELECTED)
     elapsed = time.monotonic() - started
 

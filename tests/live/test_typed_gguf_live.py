@@ -29,7 +29,7 @@ import anyio._backends._asyncio  # noqa: F401
 import httpcore._backends.anyio  # noqa: F401
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.runs import QUIET, REPO, run
 
 
 def _script() -> Any:
@@ -53,7 +53,6 @@ VERSION = record_typed_gguf.DEFAULT_VERSION
 COMMITTED = REPO / "cassettes" / "systemone" / VERSION
 SELECTION = "bayes__seed_000042 and (counts or direct) and not sequential"  # two renderings, two requests
 SELECTED = 2
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
 PROBABILITIES = ("p_noul", "p_choice", "p_choice_swapped", "score_probabilities")
 
 
@@ -73,10 +72,7 @@ def test_typed_gguf_recorded_live_then_replayed_offline_matches_the_committed_ca
     server = record_typed_gguf.TypedGgufServer(INSTALL, VERSION, log_dir=tmp_path)
     with server:
         server_up = time.monotonic() - started
-        result = pytester.runpytest(
-            *common, f"--sys1cal-cassettes={root}", f"--sys1cal-base-url={server.url}", "--sys1cal-record-mode=once",
-            "--sys1cal-concurrency=1", "--sys1cal-timeout=300", f"--sys1cal-report={live_report}",
-        )  # fmt: skip
+        result = run(pytester, *common, f"--sys1cal-cassettes={root}", f"--sys1cal-base-url={server.url}", "--sys1cal-record-mode=once", "--sys1cal-concurrency=1", "--sys1cal-timeout=300", f"--sys1cal-report={live_report}")  # fmt: skip
         result.assert_outcomes(passed=SELECTED)
         recorded = time.monotonic() - started
         home = server.home
@@ -84,7 +80,7 @@ def test_typed_gguf_recorded_live_then_replayed_offline_matches_the_committed_ca
     assert server.process is None and not home.exists()
     assert not subprocess.run(["pgrep", "-f", str(home)], capture_output=True).stdout
 
-    replay = pytester.runpytest(*common, f"--sys1cal-cassettes={root}", f"--sys1cal-report={replayed_report}")
+    replay = run(pytester, *common, f"--sys1cal-cassettes={root}", f"--sys1cal-report={replayed_report}")
     replay.assert_outcomes(passed=SELECTED)
     live = items(live_report)
     assert len(live) == SELECTED and items(replayed_report) == live
@@ -94,8 +90,8 @@ def test_typed_gguf_recorded_live_then_replayed_offline_matches_the_committed_ca
     # The committed cassettes came from the same server and model: the same answers (typed-gguf rounds to 6
     # significant digits; a build for another CPU may move the last digits, never the answer).
     committed_report = tmp_path / "committed.json"
-    pytester.runpytest(
-        *common, f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-report={committed_report}"
+    run(
+        pytester, *common, f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-report={committed_report}"
     ).assert_outcomes(passed=SELECTED)
     committed = items(committed_report)
     for iid, item in live.items():

@@ -15,9 +15,10 @@ from pytest_sys1cal.models.base import AnswerError, WireResponse, served_models
 from pytest_sys1cal.models.semif import SemIfAdapter
 from pytest_sys1cal.models.systemone import SystemOneAdapter
 from pytest_sys1cal.strict_json import DuplicateKey, loads
-from tests.field import QUIET, subset
+from tests.field import subset
 from tests.loopback import Behaviour, LoopbackServer
 from tests.models.test_semif import FakeOpenAI
+from tests.runs import sys1cal
 
 RENDERING = load_dataset("sys1cal-v1").renderings[0]
 
@@ -77,11 +78,7 @@ def test_a_recording_refuses_the_answer_and_names_the_key(pytester: pytest.Pytes
     behaviour = Behaviour(script=[(200, {"Content-Type": "application/json"}, twice)])
     root = pytester.path / "cassettes"
     with LoopbackServer.for_renderings(renderings, behaviour) as live:
-        result = pytester.runpytest(
-            "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-base-url={live.url}", f"--sys1cal-dataset={dataset}",
-            f"--sys1cal-cassettes={root}", "--sys1cal-repeats=1", "--sys1cal-record-mode=once",
-            "--sys1cal-concurrency=1", "--sys1cal-retry-budget=0", *QUIET,
-        )  # fmt: skip
+        result = sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-base-url={live.url}", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", "--sys1cal-repeats=1", "--sys1cal-record-mode=once", "--sys1cal-concurrency=1", "--sys1cal-retry-budget=0")  # fmt: skip
     output = result.stdout.str()
     assert result.ret != pytest.ExitCode.OK
     assert 'the response is refused: the key "answers" appears twice in one object' in output

@@ -39,10 +39,9 @@ from pytest_sys1cal.models.semif import (
 )
 from pytest_sys1cal.questions import ALL_QUESTIONS, build_questions
 from tests.loopback import Serving
+from tests.runs import REPO, sys1cal
 
-REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "cassettes" / "semif" / SemIfAdapter.default_version
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
 RENDERINGS = load_dataset("sys1cal-v1").renderings
 RENDERING = next(r for r in RENDERINGS if r.short_id == "bayes__seed_000042__repr_counts")
 SELECTION = "bayes__seed_000042 and not sequential"  # five renderings of one latent problem
@@ -303,14 +302,8 @@ class FakeOpenAI(Serving):
 
 def run(pytester: pytest.Pytester, root: Path, *args: str, url: str | None = None) -> pytest.RunResult:
     record = (f"--sys1cal-base-url={url}", "--sys1cal-record-mode=once", "--sys1cal-retry-budget=0") if url else ()
-    return pytester.runpytest(
-        "--sys1cal",
-        "--sys1cal-model=semif",
-        f"--sys1cal-cassettes={root}",
-        "--sys1cal-repeats=1",
-        *record,
-        *QUIET,
-        *args,
+    return sys1cal(
+        pytester, "--sys1cal-model=semif", f"--sys1cal-cassettes={root}", "--sys1cal-repeats=1", *record, *args
     )
 
 
@@ -429,10 +422,7 @@ def test_the_committed_smollm2_cassettes_replay_offline_with_the_probabilities_t
     assert manifest["repeats"] == 1 and "deterministic" in manifest["note"]
     assert manifest["questions"] == list(ALL_QUESTIONS) and manifest["server_model"] == SemIfAdapter.default_version
     report = pytester.path / "report.json"
-    result = pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=semif", f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-report={report}",
-        *QUIET,
-    )  # fmt: skip
+    result = sys1cal(pytester, "--sys1cal-model=semif", f"--sys1cal-cassettes={REPO / 'cassettes'}", f"--sys1cal-report={report}")  # fmt: skip
     result.assert_outcomes(passed=len(RENDERINGS))
     replayed = items(report)
     assert len(replayed) == len(RENDERINGS)

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.field import QUIET, subset, tree_hashes
+from tests.field import subset, tree_hashes
 from tests.loopback import Serving
 from tests.models.test_semif import FakeOpenAI
+from tests.runs import sys1cal
 
 NOT_FOUND = b'{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}'
 ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
@@ -50,11 +51,7 @@ class OneRoute(Serving):
 
 
 def record(pytester: pytest.Pytester, url: str, dataset: Path, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=semif", f"--sys1cal-base-url={url}", f"--sys1cal-dataset={dataset}",
-        f"--sys1cal-cassettes={pytester.path / 'c'}", "--sys1cal-repeats=1", "--sys1cal-record-mode=once",
-        "--sys1cal-concurrency=1", "--sys1cal-retry-budget=0", *QUIET, *args,
-    )  # fmt: skip
+    return sys1cal(pytester, "--sys1cal-model=semif", f"--sys1cal-base-url={url}", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={pytester.path / 'c'}", "--sys1cal-repeats=1", "--sys1cal-record-mode=once", "--sys1cal-concurrency=1", "--sys1cal-retry-budget=0", *args)  # fmt: skip
 
 
 @pytest.mark.parametrize(("mode", "other"), [("completion", "chat"), ("chat", "completion")])

@@ -20,8 +20,8 @@ from pytest_sys1cal.models import make_adapter
 from pytest_sys1cal.models.base import AnswerError, WireResponse
 from pytest_sys1cal.models.systemone import SystemOneAdapter
 from pytest_sys1cal.questions import ALL_QUESTIONS
+from tests.runs import sys1cal
 
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
 # Five renderings of one latent problem (counts, direct, distractor, prose, table).
 SELECTION = "bayes__seed_000042 and not sequential"
 SELECTED = 5
@@ -93,7 +93,7 @@ def _legend_list(b: dict) -> None:  # jev-compatible-server
 
 def _integers(b: dict) -> None:
     b["answers"]["noul"]["noul"] = 1
-    b["answers"]["choice"]["probabilities"] = {"False": 0, "True": 1}
+    b["answers"]["choice"].update(probabilities={"False": 0, "True": 1}, choice="True")
 
 
 def _extensions(b: dict) -> None:  # x_ fields, semif-serve's blocks, OpenRouter's id/provider/cost
@@ -136,8 +136,7 @@ def _extra_answer_and_nan_elsewhere(b: dict) -> None:
         _extra_answer_and_nan_elsewhere,
         lambda b: b["answers"]["score"].pop("legend"),
         lambda b: b["answers"]["score"].update(legend={str(i + 1): lv for i, lv in enumerate(LEVELS)}),
-        lambda b: b["answers"]["choice"].update(choice="True", confidence=1.7),  # not the argmax, over 1
-        lambda b: b["answers"]["score"].update(score=3.0),  # the mode, not the expectation
+        lambda b: b["answers"]["choice"].update(confidence=1.7),  # over 1
         lambda b: b["answers"]["noul"].update(noul=1.0 + 1e-12),  # float noise
     ],
     ids=lambda f: f.__name__.strip("_") if f.__name__ != "<lambda>" else None,
@@ -172,6 +171,21 @@ def test_rounded_and_integer_values_are_renormalised_and_kept() -> None:
             "answer to 'score': probability keys ['1', '10', '2',",
         ),
         (lambda b: b["answers"]["noul"].update(noul=1.5), "answer to 'noul': noul = 1.5 is outside [0, 1]"),
+        # The wire contract's MUSTs (issue 37): a choice that is not the argmax, a score that is the mode.
+        (
+            lambda b: b["answers"]["choice"].update(choice="True"),
+            "answer to 'choice' contradicts itself: choice = \"True\" but its probabilities make 'False' the top "
+            "option (0.600); the wire contract requires choice to be the argmax (docs/wire.md); answer: ",
+        ),
+        (
+            lambda b: b["answers"]["score"].update(score=3.0),
+            "answer to 'score' contradicts itself: score = 3.0 but its probabilities give Σ i·p_i = 3.850; the wire "
+            "contract requires the expectation (within 0.25, docs/wire.md)",
+        ),
+        (
+            lambda b: b["answers"]["score"].update(score="3.85"),
+            "answer to 'score' contradicts itself: score = \"3.85\"",
+        ),
         (lambda b: b["answers"]["noul"].update(noul=math.nan), "answer to 'noul': noul is nan, not a finite number"),
         (lambda b: b["answers"]["noul"].update(noul="0.3"), "answer to 'noul': noul is \"0.3\", not a number"),
         (
@@ -355,10 +369,7 @@ def mock() -> Any:
 
 def run(pytester: pytest.Pytester, root: Path, *args: str, url: str | None = None) -> pytest.RunResult:
     record = (f"--sys1cal-base-url={url}", "--sys1cal-record-mode=once", "--sys1cal-retry-budget=0") if url else ()
-    return pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-cassettes={root}", "-k", SELECTION,
-        "--sys1cal-repeats=2", *record, *QUIET, *args,
-    )  # fmt: skip
+    return sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-cassettes={root}", "-k", SELECTION, "--sys1cal-repeats=2", *record, *args)  # fmt: skip
 
 
 def report_items(path: Path) -> dict[str, Any]:
@@ -397,6 +408,9 @@ def test_records_from_the_mock_then_replays_with_it_stopped(pytester: pytest.Pyt
         ("noul-range", "malformed answer: answer to 'noul': noul = 1."),
         ("first-question-only", "malformed answer: no answer to question 'choice'; answers: {\"noul\": {\"type\": "),
         ("xssi-200", "malformed answer: the response is not JSON: \")]}'"),
+        # The wire contract's MUSTs on the fields that restate the probabilities (issue 37: never accepted silently).
+        ("choice-second", "malformed answer: answer to 'choice' contradicts itself: choice = "),
+        ("score-argmax", "malformed answer: answer to 'score' contradicts itself: score = "),
     ],
 )  # fmt: skip
 def test_faults_that_break_what_the_analysis_needs_fail_each_item_quoting_the_answer(
@@ -425,8 +439,6 @@ def test_faults_that_break_what_the_analysis_needs_fail_each_item_quoting_the_an
         "confidence-over",
         "confidence-margin",
         "choice-no-confidence",
-        "choice-second",
-        "score-argmax",
         "extra-answer",
         "boolean-type",
         "plain-content-type",
@@ -455,6 +467,6 @@ def test_an_unknown_model_name_is_the_servers_error_and_stops_the_recording(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*server error: HTTP 400: Unknown model: not-a-model (the server does not serve the model 'not-a-model', "
-         "sent from --sys1cal-model-version; it serves: jev-latest, mock (GET http://127.0.0.1:*/v1/models); name one "
-         "of them with --sys1cal-model-version)*", "*Interrupted: sys1cal: *Unknown model: not-a-model*"]
+         "sent from --sys1cal-model-version; it serves: jev-latest, mock (GET http://127.0.0.1:*/v1/models); send one "
+         "of them with --sys1cal-model-id (the version still names the cassette folder))*", "*Interrupted: sys1cal: *Unknown model: not-a-model*"]
     )  # fmt: skip

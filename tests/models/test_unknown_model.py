@@ -19,6 +19,7 @@ from jevcompat.mock import MockConfig, Running
 
 from pytest_sys1cal.models.base import WireResponse, names_unknown_model, served_models
 from tests.misbehave import ENVIRONMENT, Misbehaving, recording, subset
+from tests.runs import run
 
 
 @pytest.fixture(autouse=True)
@@ -90,14 +91,14 @@ def test_the_jevcompat_mock_refusing_the_model_stops_the_recording_at_once(
     dataset, _ = subset(tmp_path, 30)
     config = MockConfig()
     with Running(config) as mock:
-        result = pytester.runpytest(
-            *recording(model, mock.url, dataset, tmp_path / "c", "--sys1cal-model-version=jev-1.14.0")
+        result = run(
+            pytester, *recording(model, mock.url, dataset, tmp_path / "c", "--sys1cal-model-version=jev-1.14.0")
         )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*server error: HTTP 400: Unknown model: jev-1.14.0 (the server does not serve the model 'jev-1.14.0', sent "
-         f"from --sys1cal-model-version; it serves: jev-latest, mock (GET {mock.url}/v1/models); name one of them with "
-         "--sys1cal-model-version). Stopped at the first such answer: every request names the same model*",
+         f"from --sys1cal-model-version; it serves: jev-latest, mock (GET {mock.url}/v1/models); send one of them with "
+         "--sys1cal-model-id (the version still names the cassette folder)). Stopped at the first such answer: every request names the same model*",
          "*Interrupted: sys1cal: *Unknown model: jev-1.14.0*"]
     )  # fmt: skip
     assert config.requests <= 8  # the requests already in flight at most, not 30
@@ -111,15 +112,15 @@ def test_an_openai_compatible_server_refusing_the_model_stops_the_recording_at_o
     refused = {"object": "error", "message": "The model `gpt-nothing` does not exist.", "type": "NotFoundError"}
     default = ("status", 404, {}, json.dumps(refused).encode())
     with Misbehaving([], default=default, wire="semif", models=["smollm2-135m", "gemma-3-270m"]) as server:
-        result = pytester.runpytest(
-            *recording("semif", server.url, dataset, tmp_path / "c", "--sys1cal-model-version=gpt-nothing")
+        result = run(
+            pytester, *recording("semif", server.url, dataset, tmp_path / "c", "--sys1cal-model-version=gpt-nothing")
         )
         sent = server.requests
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*Interrupted: sys1cal: *HTTP 404: The model `gpt-nothing` does not exist. (the server does not serve the "
          "model 'gpt-nothing', sent from --sys1cal-model-version; it serves: smollm2-135m, gemma-3-270m (GET "
-         "http://127.0.0.1:*/v1/models)*"]
+         "http://127.0.0.1:*/v1/models); send one of them with --sys1cal-model-id*"]
     )  # fmt: skip
     assert sent <= 8, sent
 
@@ -181,8 +182,9 @@ def test_an_adapter_registered_through_the_hooks_gets_every_wire_rule(
     pytester.makeconftest(textwrap.dedent(ADAPTER))
     dataset, _ = subset(tmp_path, 6)
     with Misbehaving([], default=default, models=["mine-2"]) as server:
-        result = pytester.runpytest(
-            *recording("mine", server.url, dataset, tmp_path / "c", "--sys1cal-timeout=0.3", "--sys1cal-stall-limit=1")
+        result = run(
+            pytester,
+            *recording("mine", server.url, dataset, tmp_path / "c", "--sys1cal-timeout=0.3", "--sys1cal-stall-limit=1"),
         )
     # Each rule stops the recording at once, but an oversized body, which fails only its own rendering.
     stops = default[0] != "big"

@@ -21,6 +21,7 @@ import pytest
 
 from pytest_sys1cal.recording.body import BodyRefused, LimitedBody
 from tests.misbehave import ENVIRONMENT, WIRES, Misbehaving, gzip_bomb, recording, subset
+from tests.runs import run
 
 URL = "http://server/v1/x"
 
@@ -82,7 +83,7 @@ def test_a_200_mb_body_is_refused_before_it_is_stored(
     dataset, _ = subset(tmp_path, 3)
     root = tmp_path / "c"
     with Misbehaving([], script=[("big", 200_000_000, declared)], wire=wire) as server:
-        result = pytester.runpytest(*recording(wire, server.url, dataset, root, "--sys1cal-concurrency=1"))
+        result = run(pytester, *recording(wire, server.url, dataset, root, "--sys1cal-concurrency=1"))
         written = server.written
     result.assert_outcomes(failed=1, passed=2)
     what = (
@@ -106,10 +107,12 @@ def test_a_gzip_bomb_is_cut_while_it_inflates_and_memory_stays_bounded(tmp_path:
     environ = {k: v for k, v in __import__("os").environ.items() if k not in ENVIRONMENT}
     with Misbehaving([], script=[("gzip-bomb",)], wire=wire) as server:
         args = recording(wire, server.url, dataset, root, "--sys1cal-concurrency=1", "--sys1cal-max-response-mb=5")
+        # VmHWM, not ru_maxrss: a child's ru_maxrss keeps its parent's peak across fork and exec, so under xdist
+        # it reported the worker's own 520 MB, not this run's; VmHWM belongs to the address space made at exec.
         probe = (
-            "import resource, sys, pytest\n"
+            "import sys, pytest\n"
             "code = pytest.main(sys.argv[1:])\n"
-            "print('PEAK-KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+            "print('PEAK-KB', next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))\n"
             "sys.exit(code)\n"
         )
         done = subprocess.run(
@@ -127,9 +130,7 @@ def test_an_encoding_not_asked_for_is_refused(pytester: pytest.Pytester, tmp_pat
     dataset, _ = subset(tmp_path, 2)
     script = [("status", 200, {"Content-Encoding": "br"}, b"\x8b\x00\x80")]
     with Misbehaving([], script=script) as server:
-        result = pytester.runpytest(
-            *recording("systemone", server.url, dataset, tmp_path / "c", "--sys1cal-concurrency=1")
-        )
+        result = run(pytester, *recording("systemone", server.url, dataset, tmp_path / "c", "--sys1cal-concurrency=1"))
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
         ["*the answer from * is encoded as br, which the recording did not ask for (it sends Accept-Encoding: gzip, "

@@ -10,6 +10,7 @@ import pytest
 
 from tests.loopback import LoopbackServer
 from tests.recording.test_recording import record, subset
+from tests.runs import sys1cal
 
 
 def plan_line(result: pytest.RunResult) -> str:
@@ -54,6 +55,6 @@ def test_the_cap_refuses_at_the_price_given(pytester: pytest.Pytester, tmp_path:
 
 
 def test_a_negative_price_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--sys1cal", "--sys1cal-price=-1", "-p", "no:cacheprovider")
+    result = sys1cal(pytester, "--sys1cal-price=-1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--sys1cal-price" in result.stderr.str()

@@ -33,9 +33,9 @@ from pytest_sys1cal.dataset import Rendering, load_dataset
 from pytest_sys1cal.recording.policy import Limits, backoff, retry_after_seconds
 from pytest_sys1cal.session import recording_hooks
 from tests.loopback import Behaviour, Handler, LoopbackServer, Serving
+from tests.runs import QUIET, sys1cal
 
 RENDERINGS = load_dataset("sys1cal-v1").renderings
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
 _REAL_CONNECT = socket.socket.connect, socket.socket.connect_ex
 
 
@@ -137,10 +137,7 @@ class _FaultHandler(Handler):
 def record(
     pytester: pytest.Pytester, url: str, dataset: Path, root: Path, *args: str, mode: str = "once"
 ) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-base-url={url}", f"--sys1cal-dataset={dataset}",
-        f"--sys1cal-cassettes={root}", f"--sys1cal-record-mode={mode}", *QUIET, *args,
-    )  # fmt: skip
+    return sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-base-url={url}", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", f"--sys1cal-record-mode={mode}", *args)  # fmt: skip
 
 
 def cassettes(root: Path) -> dict[str, bytes]:
@@ -206,10 +203,7 @@ def test_concurrent_recording_honours_concurrency_then_replays_offline(
         headers = [i["response"]["headers"] for data in files.values() for i in interactions(data)]
         assert all("date" not in {name.lower() for name in h} for h in headers)  # volatile: left out
 
-        replayed = pytester.runpytest(
-            "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}",
-            f"--sys1cal-report={again}", *QUIET,
-        )  # fmt: skip
+        replayed = sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", f"--sys1cal-report={again}")  # fmt: skip
         replayed.assert_outcomes(passed=12)
         assert server.requests == 24  # replay sent nothing
         assert "sys1cal: record" not in replayed.stdout.str()  # and said nothing about recording
@@ -388,8 +382,8 @@ def test_gzipped_answers_are_stored_decoded_and_replay(
         record(pytester, server.url, path, root, "--sys1cal-repeats=1").assert_outcomes(passed=6)
     response = interactions(next(iter(cassettes(root).values())))[0]["response"]
     assert "content-encoding" not in {name.lower() for name in response["headers"]}
-    replayed = pytester.runpytest(
-        "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-dataset={path}", f"--sys1cal-cassettes={root}", *QUIET
+    replayed = sys1cal(
+        pytester, "--sys1cal-model=systemone", f"--sys1cal-dataset={path}", f"--sys1cal-cassettes={root}"
     )
     replayed.assert_outcomes(passed=6)
 
@@ -519,6 +513,7 @@ def _wait_for(condition: Callable[[], bool], timeout: float) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.e2e  # pytest processes against a loopback server, signalled
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
 def test_an_interrupted_recording_resumes_to_the_same_cassettes(
     slow_server: tuple[FaultServer, Path, Path], tmp_path: Path, how: signal.Signals
@@ -563,7 +558,7 @@ def test_xdist_workers_record_only_what_they_run(pytester: pytest.Pytester, tmp_
     result.stdout.fnmatch_lines(
         [
             "sys1cal: recording 12 of 12 renderings (0 already have cassettes)",
-            "sys1cal: concurrency 8, at most 1,000 requests/min: at least 1 s (shared by 2 xdist workers, *)",
+            "sys1cal: concurrency 8, no rate limit (shared by 2 xdist workers, *)",
         ]
     )
     assert len(cassettes(root)) == 12

@@ -20,6 +20,7 @@ import pytest
 from pytest_sys1cal.recording.waits import requested_wait
 from pytest_sys1cal.session import recording_hooks
 from tests.misbehave import ENVIRONMENT, WIRES, Misbehaving, recording, subset
+from tests.runs import run
 
 RATE_LIMITED = b'{"detail": {"error_type": "rate_limit_error", "message": "rate limited"}}'
 
@@ -75,8 +76,9 @@ def test_a_server_that_never_answers_stops_the_recording_at_the_stall_limit(
     dataset, _ = subset(tmp_path, 30)
     with Misbehaving([], default=("hang",), wire=wire) as server:
         started = time.monotonic()
-        result = pytester.runpytest(
-            *recording(wire, server.url, dataset, tmp_path / "c", "--sys1cal-timeout=0.5", "--sys1cal-stall-limit=1.5")
+        result = run(
+            pytester,
+            *recording(wire, server.url, dataset, tmp_path / "c", "--sys1cal-timeout=0.5", "--sys1cal-stall-limit=1.5"),
         )
         elapsed = time.monotonic() - started
         sent = server.requests
@@ -100,10 +102,8 @@ def test_a_trickled_answer_is_cut_at_the_deadline_of_the_whole_exchange(
     dataset, _ = subset(tmp_path, 3)
     with Misbehaving([], script=[("trickle", 0.05)], wire=wire) as server:
         started = time.monotonic()
-        result = pytester.runpytest(
-            *recording(wire, server.url, dataset, tmp_path / "c", "--sys1cal-timeout=1", "--sys1cal-retry-budget=0",
-                       "--sys1cal-concurrency=1")
-        )  # fmt: skip
+        result = run(pytester, *recording(wire, server.url, dataset, tmp_path / "c", "--sys1cal-timeout=1", "--sys1cal-retry-budget=0",
+                       "--sys1cal-concurrency=1"))  # fmt: skip
         elapsed = time.monotonic() - started
         cut = server.wait_for_cut()
     result.assert_outcomes(failed=1, passed=2)
@@ -120,10 +120,8 @@ def test_the_progress_line_says_what_the_attempts_meet(
     monkeypatch.setattr(recording_hooks, "PROGRESS_EVERY", 0.2)
     dataset, _ = subset(tmp_path, 4)
     with Misbehaving([], default=("hang",)) as server:
-        result = pytester.runpytest(
-            *recording("systemone", server.url, dataset, tmp_path / "c", "--sys1cal-timeout=0.4",
-                       "--sys1cal-stall-limit=2", "--sys1cal-concurrency=2")
-        )  # fmt: skip
+        result = run(pytester, *recording("systemone", server.url, dataset, tmp_path / "c", "--sys1cal-timeout=0.4",
+                       "--sys1cal-stall-limit=2", "--sys1cal-concurrency=2"))  # fmt: skip
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["sys1cal: recorded 0/4 requests, 0.0 requests/s, * retried; nothing answered for * s (* cut at the 0.4 s "
@@ -139,9 +137,7 @@ def test_the_progress_line_says_when_the_server_asked_for_a_pause(
     dataset, _ = subset(tmp_path, 4)
     script = [("status", 429, {"Retry-After": "2"}, RATE_LIMITED)]
     with Misbehaving([], script=script) as server:
-        result = pytester.runpytest(
-            *recording("systemone", server.url, dataset, tmp_path / "c", "--sys1cal-concurrency=1")
-        )
+        result = run(pytester, *recording("systemone", server.url, dataset, tmp_path / "c", "--sys1cal-concurrency=1"))
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
         ["sys1cal: recorded 0/4 requests, * requests/s*; paused * s more, as the server asked (Retry-After: 2)*"]
@@ -160,7 +156,7 @@ def test_a_one_hour_retry_after_ends_the_recording_at_once_saying_why(
     dataset, _ = subset(tmp_path, 24)
     with Misbehaving([], default=("status", 429, {"Retry-After": "3600"}, RATE_LIMITED), wire=wire) as server:
         started = time.monotonic()
-        result = pytester.runpytest(*recording(wire, server.url, dataset, tmp_path / "c"))
+        result = run(pytester, *recording(wire, server.url, dataset, tmp_path / "c"))
         elapsed = time.monotonic() - started
         sent = server.requests
     result.assert_outcomes(failed=1)
@@ -179,8 +175,8 @@ def test_on_the_jev_wire_a_retry_after_of_100000_says_the_wait_exceeded_the_budg
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-test-key-for-the-jev-wire")
     dataset, _ = subset(tmp_path, 6)
     with Misbehaving([], default=("status", 429, {"Retry-After": "100000"}, RATE_LIMITED)) as server:
-        result = pytester.runpytest(
-            *recording("jev", server.url, dataset, tmp_path / "c", "--sys1cal-model-version=jev-1.14.0")
+        result = run(
+            pytester, *recording("jev", server.url, dataset, tmp_path / "c", "--sys1cal-model-version=jev-1.14.0")
         )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -198,7 +194,7 @@ def test_a_rate_limit_reset_beyond_the_budget_stops_the_recording_naming_the_hea
     headers = {"x-ratelimit-reset-tokens": "20s", "x-ratelimit-remaining-tokens": "0"}
     with Misbehaving([], default=("status", 429, headers, RATE_LIMITED), wire=wire) as server:
         started = time.monotonic()
-        result = pytester.runpytest(*recording(wire, server.url, dataset, tmp_path / "c", "--sys1cal-retry-budget=5"))
+        result = run(pytester, *recording(wire, server.url, dataset, tmp_path / "c", "--sys1cal-retry-budget=5"))
         elapsed = time.monotonic() - started
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -213,7 +209,7 @@ def test_a_wait_within_the_budget_is_honoured_and_shared(pytester: pytest.Pytest
     script = [("status", 429, {"retry-after-ms": "600"}, RATE_LIMITED)]
     with Misbehaving([], script=script) as server:
         started = time.monotonic()
-        result = pytester.runpytest(*recording("systemone", server.url, dataset, tmp_path / "c"))
+        result = run(pytester, *recording("systemone", server.url, dataset, tmp_path / "c"))
         elapsed = time.monotonic() - started
         sent = server.requests
     result.assert_outcomes(passed=6)

@@ -22,7 +22,9 @@ from pytest_sys1cal.recording.proxies import route_for
 from tests.echo import EchoServer
 from tests.loopback import Handler, Serving
 from tests.misbehave import ENVIRONMENT, WIRES, Misbehaving, recording, subset
-from tests.test_secrets import RENDERINGS, sys1cal
+from tests.runs import run, sys1cal
+from tests.test_secrets import RENDERINGS
+from tests.test_secrets import sys1cal as sys1cal_process
 
 PROXY_VARIABLES = [f"{name}{suffix}" for name in ("http", "https", "all", "no") for suffix in ("_proxy", "_PROXY")]
 TOKEN = "tok-CANARY-7d3e91b2c4-TOKEN"
@@ -49,7 +51,7 @@ def test_a_redirect_is_shown_with_its_location_and_not_followed(
         location = f"{elsewhere.url}/moved/v1/systemone"
         default = ("status", status, {"Location": location}, b"")
         with Misbehaving([], default=default, wire=wire) as server:
-            result = pytester.runpytest(*recording(wire, server.url, dataset, tmp_path / "c"))
+            result = run(pytester, *recording(wire, server.url, dataset, tmp_path / "c"))
         followed = elsewhere.requests
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -80,7 +82,7 @@ def test_a_base_url_with_a_query_string_or_fragment_is_a_usage_error(
     pytester: pytest.Pytester, tmp_path: Path, wire: str, url: str, what: str, origin: str
 ) -> None:
     dataset, _ = subset(tmp_path, 2)
-    result = pytester.runpytest(*recording(wire, url, dataset, tmp_path / "c"))
+    result = run(pytester, *recording(wire, url, dataset, tmp_path / "c"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [f"ERROR: --sys1cal-base-url: the base URL has {what}, which the plugin cannot join its routes to (it appends "
@@ -96,10 +98,7 @@ def test_a_base_url_from_the_environment_is_checked_and_named_too(
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-test-key-for-the-jev-wire")
     monkeypatch.setenv("TYPESAFE_BASE_URL", "https://api.example.test/?region=eu")
     dataset, _ = subset(tmp_path, 2)
-    result = pytester.runpytest(
-        "--sys1cal", "--model=jev", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={tmp_path / 'c'}",
-        "--sys1cal-model-version=jev-1.14.0", "--sys1cal-record-mode=once",
-    )  # fmt: skip
+    result = sys1cal(pytester, "--model=jev", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={tmp_path / 'c'}", "--sys1cal-model-version=jev-1.14.0", "--sys1cal-record-mode=once")  # fmt: skip
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: TYPESAFE_BASE_URL: the base URL has a query string (parameters: region)*"])
 
@@ -153,7 +152,7 @@ def test_a_proxy_from_the_environment_is_honoured_and_said(
     with Misbehaving([], wire=wire) as server, ForwardProxy() as proxy:
         # The proxy's credentials (sent to the proxy only) are a secret: never shown, never stored.
         monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", f"http://proxy-user:{PROXY_PASSWORD}@"))
-        result = pytester.runpytest(*recording(wire, server.url, dataset, tmp_path / "c"))
+        result = run(pytester, *recording(wire, server.url, dataset, tmp_path / "c"))
         relayed, asked = list(proxy.seen), server.requests
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines([f"sys1cal: through the proxy {proxy.url} (from HTTP_PROXY in the environment)"])
@@ -170,7 +169,7 @@ def test_no_proxy_sends_requests_around_the_proxy_and_says_so(
     with Misbehaving([]) as server, ForwardProxy() as proxy:
         monkeypatch.setenv("http_proxy", proxy.url)
         monkeypatch.setenv("NO_PROXY", "example.com, 127.0.0.0/8")
-        result = pytester.runpytest(*recording("systemone", server.url, dataset, tmp_path / "c"))
+        result = run(pytester, *recording("systemone", server.url, dataset, tmp_path / "c"))
         relayed = list(proxy.seen)
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["sys1cal: directly, not through the proxy in http_proxy: NO_PROXY names this server"])
@@ -203,7 +202,7 @@ def test_a_token_given_as_the_base_urls_user_name_reaches_no_output(tmp_path: Pa
         url = server.url.replace("http://", f"http://{TOKEN}@")
         args = [f"--sys1cal-model={adapter}", "--sys1cal-model-version=v1", f"--sys1cal-base-url={url}",
                 "--sys1cal-record-mode=once"]  # fmt: skip
-        run = sys1cal(tmp_path, *args, "-rA", env={"TYPESAFE_API_KEY": "sk-the-jev-key-0123456789"})
+        run = sys1cal_process(tmp_path, *args, "-rA", env={"TYPESAFE_API_KEY": "sk-the-jev-key-0123456789"})
     assert server.seen and set(server.seen) == {f"Basic {TOKEN_BASIC}"}  # the route was exercised
     assert run.returncode == (0 if status == 200 else 1), run.output[-3000:]
     places = run.places()

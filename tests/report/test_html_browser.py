@@ -35,6 +35,7 @@ EVERY_FIGURE = [
     "groups",
     "option-swap",
     "readout",
+    "why",
     "family-delta",
 ]
 

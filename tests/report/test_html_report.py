@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,12 +18,12 @@ from pytest_sys1cal.report.paper_tables import build_tables  # noqa: E402
 from pytest_sys1cal.report.table import Table  # noqa: E402
 from pytest_sys1cal.run_report import Report  # noqa: E402
 from tests.reports import golden, shifted_baseline, with_comparison  # noqa: E402
+from tests.runs import REPO
 
 # Draws every figure of whole runs with matplotlib.
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
-EVERY_RUN = ["transfer", "reliability", "score", "score-choice", "sensitivity", "groups", "readout"]
+EVERY_RUN = ["transfer", "reliability", "score", "score-choice", "sensitivity", "groups", "readout", "why"]
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +60,7 @@ def test_every_figure_of_a_plain_run_with_title_axes_and_caption(jev_page: str) 
 
 def test_a_comparison_adds_the_option_swap_overlays_and_the_family_delta(compared_page: str) -> None:
     found = figures(compared_page)
-    assert list(found) == [*EVERY_RUN[:6], "option-swap", "readout", "family-delta"]
+    assert list(found) == [*EVERY_RUN[:6], "option-swap", "readout", "why", "family-delta"]
     assert "baseline" in found["transfer"] and "baseline" in found["reliability"]  # the overlays' legends
     assert "Upgrade comparison by family: Δ mean OVL" in compared_page  # the table beside the verdicts
     assert "Moved most: " in compared_page
@@ -134,7 +133,7 @@ def test_no_date_creator_or_random_id_in_the_figures(compared_page: str) -> None
     ("answers", "expected"),
     [
         ({}, []),  # every rendering failed: a page with the tables and no figure
-        ({"choice": 0.5}, ["transfer", "reliability", "sensitivity", "groups", "readout"]),  # Choice alone
+        ({"choice": 0.5}, ["transfer", "reliability", "sensitivity", "groups", "readout", "why"]),  # Choice alone
         ({"noul": 0.3, "choice": 0.5, "mu": 0.4}, EVERY_RUN),
     ],
 )

@@ -14,7 +14,8 @@ import pytest
 
 from tests.browser import find_chromium, open_page
 from tests.reports import golden, shifted_baseline
-from tests.version_roots import BETTER, NEW, OLD, REPO, better_version, two_versions
+from tests.runs import CHEAP, QUIET, REPO
+from tests.version_roots import BETTER, NEW, OLD, better_version, two_versions
 
 pytest.importorskip("matplotlib", reason="the HTML report needs the html extra: pip install 'pytest-sys1cal[html]'")
 CHROMIUM = find_chromium()
@@ -46,7 +47,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             [
                 sys.executable, "-m", "pytest", "--sys1cal", f"--sys1cal-cassettes={cassettes}",
                 f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}", f"--sys1cal-model-version={version}",
-                f"--sys1cal-baseline={OLD}", f"--sys1cal-html={page}", "-p", "no:cacheprovider", "-q",
+                f"--sys1cal-baseline={OLD}", f"--sys1cal-html={page}", *QUIET, *CHEAP, "-q",
             ],
             cwd=work, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
@@ -55,12 +56,13 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.e2e  # its pages come from two pytest processes (the `pages` fixture)
 @needs_chromium
 @pytest.mark.parametrize(
     ("kind", "head", "absolute"),
     [
-        ("failed", "✗ Upgrade jev-1.13.0 → jev-1.14.0: FAILED", "Absolute gates: 10 of 21 FAILED"),
-        ("passed", "✓ Upgrade jev-1.13.0 → jev-1.13.1: passed", "Absolute gates: 2 of 21 FAILED"),
+        ("failed", "✗ Upgrade jev-1.13.0 → jev-1.14.0, 10-call mean: FAILED", "Absolute gates: 10 of 21 FAILED"),
+        ("passed", "✓ Upgrade jev-1.13.0 → jev-1.13.1, 10-call mean: passed", "Absolute gates: 2 of 21 FAILED"),
     ],
 )
 def test_the_verdict_is_what_a_reviewer_sees_first(
@@ -83,9 +85,11 @@ def test_the_verdict_is_what_a_reviewer_sees_first(
     lowest = [min(float(cell.splitlines()[-1]) for cell in row[4:]) for row in rows]  # "base → new" over D
     assert lowest == sorted(lowest)
     figures = [f["id"] for f in page.figures]
-    assert figures[:2] == ["fig-paired-d", "fig-family-delta"]  # drawn in the upgrade section, under the verdict
+    # Drawn in the upgrade section, under the verdict: why it moved, then the paired differences and the families.
+    assert figures[:3] == ["fig-why", "fig-paired-d", "fig-family-delta"]
 
 
+@pytest.mark.e2e  # its pages come from two pytest processes (the `pages` fixture)
 def test_the_page_keeps_its_content_security_policy(pages: dict[str, Path]) -> None:
     html = pages["failed"].read_text(encoding="utf-8")
     assert "default-src 'none'; style-src 'unsafe-inline'; img-src data:" in html and "<script" not in html
@@ -125,6 +129,7 @@ def test_the_baseline_legend_sits_off_the_data() -> None:
         assert [text.get_text() for text in legend.get_texts()] == ["baseline", "this run"]
 
 
+@pytest.mark.e2e  # its pages come from two pytest processes (the `pages` fixture)
 def test_the_by_family_figure_has_the_overall_row_the_verdicts_read(pages: dict[str, Path]) -> None:
     import json
 
@@ -132,7 +137,7 @@ def test_the_by_family_figure_has_the_overall_row_the_verdicts_read(pages: dict[
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--sys1cal", f"--sys1cal-cassettes={pages['failed'].parent / 'cassettes'}",
          f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report_path}",
-         "-p", "no:cacheprovider", "-q"],
+         *QUIET, *CHEAP, "-q"],
         cwd=pages["failed"].parent, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 1, done.stdout[-2000:]  # no thresholds file: the upgrade gate alone, FAILED

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.reports import golden, shifted_baseline
+from tests.runs import CASSETTES, REAL_ANALYSIS, REPO, sys1cal
 
-REPO = Path(__file__).resolve().parents[2]
-CASSETTES = REPO / "cassettes"
 INSTALL = "--sys1cal-html needs matplotlib: pip install 'pytest-sys1cal[html]'"
 
 
@@ -25,18 +24,13 @@ def matplotlib_loaded() -> None:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--sys1cal",
-        f"--sys1cal-cassettes={CASSETTES}",
-        f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}",
-        "-p",
-        "no:cacheprovider",
-        *args,
+    return sys1cal(
+        pytester, f"--sys1cal-cassettes={CASSETTES}", f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}", *args
     )
 
 
 def test_help_lists_the_html_option(pytester: pytest.Pytester) -> None:
-    pytester.runpytest("--help").stdout.fnmatch_lines(["*--sys1cal-html=PATH*self-contained HTML report*"])
+    run(pytester, "--help").stdout.fnmatch_lines(["*--sys1cal-html=PATH*self-contained HTML report*"])
 
 
 @pytest.mark.usefixtures("matplotlib_loaded")
@@ -45,7 +39,8 @@ def test_the_html_report_is_the_one_its_json_report_redraws(pytester: pytest.Pyt
     from pytest_sys1cal.run_report import Report
 
     page, report = tmp_path / "out" / "report.html", tmp_path / "report.json"
-    result = run(pytester, "--model=jev", f"--sys1cal-html={page}", f"--sys1cal-report={report}")
+    # The default analysis: the page is compared with the pinned report's, intervals and splits included.
+    result = run(pytester, "--model=jev", f"--sys1cal-html={page}", f"--sys1cal-report={report}", *REAL_ANALYSIS)
     result.assert_outcomes(passed=365)
     result.stdout.fnmatch_lines([f"HTML report written to {page}"])
     html = page.read_text(encoding="utf-8")

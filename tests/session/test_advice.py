@@ -18,14 +18,9 @@ from pytest_sys1cal.store.manifest import read_manifest
 from tests.degraded import degrade
 from tests.loopback import Behaviour, LoopbackServer
 from tests.recording.test_recording import subset
+from tests.runs import REPO, run, sys1cal
 
-REPO = Path(__file__).resolve().parents[2]
 JEV = REPO / "cassettes" / "jev" / "jev-1.13.0"
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
-
-
-def sys1cal(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--sys1cal", *QUIET, *args)
 
 
 def text(result: pytest.RunResult) -> str:
@@ -87,7 +82,7 @@ def test_advice_records_from_the_folders_server_with_the_runs_repeats_as_printed
     ):
         assert option in command, (option, command)
     assert "export" not in text(result)  # systemone needs no key
-    assert pytester.runpytest(*command[1:], *QUIET).ret == pytest.ExitCode.OK
+    assert run(pytester, *command[1:]).ret == pytest.ExitCode.OK
     assert len(json.loads(missing.read_text())["interactions"]) == 2  # two repeats, like the others
 
 
@@ -116,7 +111,7 @@ def test_after_failed_gates_the_block_names_where_the_gates_came_from_and_no_rer
     # The version's own gates: a replay writing the report, then the thresholds command on that file.
     said = printed_command(result, "give jev-latest gates of its own: ")
     replay, update = shlex.join(said).split(", then ")
-    assert pytester.runpytest(*shlex.split(replay)[1:], *QUIET).ret == pytest.ExitCode.OK  # writes the report
+    assert run(pytester, *shlex.split(replay)[1:]).ret == pytest.ExitCode.OK  # writes the report
     assert shlex.split(update)[4:] == ["sys1cal-report.json", "--version", "--update", "--file", "ci/gates.yaml"]
     done = subprocess.run(
         [sys.executable, *shlex.split(update)[1:]], cwd=pytester.path, capture_output=True, text=True, timeout=120
@@ -156,7 +151,7 @@ def test_cassettes_of_another_model_are_the_one_case_advised_a_rerecording(
         assert "--sys1cal-record-mode=all" in command
         before = server.requests
         # Run as printed (it names no thresholds file: this directory's, none, is in force): it re-records.
-        assert pytester.runpytest(*command[1:], *QUIET).ret == pytest.ExitCode.OK
+        assert run(pytester, *command[1:]).ret == pytest.ExitCode.OK
         assert server.requests - before == 6 * 2
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-CASSETTES = REPO / "cassettes"
+from tests.runs import CASSETTES, REPO, sys1cal
+
 DATASET = REPO / "fixtures" / "sys1cal-v1" / "v0.1.0_tiny_cleanvars_parallel_primitives.jsonl"
 FAILING = "jev:\n  noul: {min_mean_ovl: 0.99}\n"  # the bundled Jev cassettes replay to 0.918
 SUBSET = "frequency__seed_000042"  # six renderings: every threshold gate is then "not applicable"
@@ -69,7 +69,7 @@ def test_a_hostile_ini_in_a_path_options_folder_never_decides(
     (folder / "nothing.yaml").write_text("someone-else:\n  noul: {min_mean_ovl: 0.1}\n", encoding="utf-8")
     addopts = f"-k {SUBSET}" if hostile == "select" else f"--sys1cal-thresholds={folder / 'nothing.yaml'}"
     (folder / ini).write_text(INI[ini].format(addopts), encoding="utf-8")
-    result = pytester.runpytest("--sys1cal", "-p", "no:cacheprovider", "-p", "no:randomly", flag, str(value))
+    result = sys1cal(pytester, flag, str(value))
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
     (line,) = [line for line in result.stderr.lines if line]
     assert line == (
@@ -87,8 +87,6 @@ def test_the_equals_form_beside_the_same_hostile_ini_gates_as_the_project_says(
     folder.mkdir()
     value = make(folder, "cassettes")
     (folder / "pytest.ini").write_text(INI["pytest.ini"].format(f"-k {SUBSET}"), encoding="utf-8")
-    result = pytester.runpytest(
-        "--sys1cal", "-p", "no:cacheprovider", "-p", "no:randomly", f"--sys1cal-cassettes={value}"
-    )
+    result = sys1cal(pytester, f"--sys1cal-cassettes={value}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*noul.min_mean_ovl*FAILED*", "*365 passed*"])

@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-CASSETTES = REPO / "cassettes"
+from tests.runs import CASSETTES, QUIET, REPO, sys1cal
+
 JEV = CASSETTES / "jev" / "jev-1.13.0"
 COMPLETE = REPO / "tests" / "golden" / "jev-report.json"  # a complete run's report, to be kept
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
 
 # Raises KeyboardInterrupt in the call of the STOP_AT-th item, as Ctrl-C there would.
 CTRL_C_AT_ITEM = """
@@ -52,7 +51,7 @@ HTML = {"module": "pytest_sys1cal.report.html", "name": "render_html"}
 
 def replay(pytester: pytest.Pytester, *args: str, cassettes: Path = CASSETTES) -> pytest.RunResult:
     # In process: pytester would re-raise the nested run's Ctrl-C here, as if it were this run's.
-    return pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={cassettes}", *QUIET, *args, no_reraise_ctrlc=True)
+    return sys1cal(pytester, f"--sys1cal-cassettes={cassettes}", *args, no_reraise_ctrlc=True)
 
 
 def junit(path: Path) -> tuple[dict[str, str], dict[str, ET.Element]]:
@@ -318,6 +317,7 @@ def _sigint_when(process: subprocess.Popen[bytes], condition: Callable[[], bool]
     return code, process.stdout.read().decode() if process.stdout else ""
 
 
+@pytest.mark.e2e  # a pytest process, signalled
 def test_sigint_to_a_replay(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(
         "import time\nfrom pathlib import Path\nseen = []\n\n"
@@ -374,12 +374,7 @@ def test_a_401_that_stops_the_run_counts_the_selection_and_prints_no_empty_table
     report, xml, root = pytester.path / "report.json", pytester.path / "junit.xml", pytester.path / "c"
     monkeypatch.setenv("SYS1CAL_API_KEY", "wrong")
     with Running(MockConfig(key="the-right-key")) as mock:
-        result = pytester.runpytest(
-            "--sys1cal", "--sys1cal-model=systemone", "--sys1cal-model-version=jev-1.13.0",
-            f"--sys1cal-base-url={mock.url}", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}",
-            "--sys1cal-record-mode=once", f"--sys1cal-report={report}", f"--junitxml={xml}", *QUIET,
-            no_reraise_ctrlc=True,
-        )  # fmt: skip
+        result = sys1cal(pytester, "--sys1cal-model=systemone", "--sys1cal-model-version=jev-1.13.0", f"--sys1cal-base-url={mock.url}", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once", f"--sys1cal-report={report}", f"--junitxml={xml}", no_reraise_ctrlc=True)  # fmt: skip
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.assert_outcomes(failed=1)
     interrupted = json.loads(report.read_text())["interrupted"]
@@ -398,6 +393,7 @@ def test_a_401_that_stops_the_run_counts_the_selection_and_prints_no_empty_table
     assert cassette_files(root) == []
 
 
+@pytest.mark.e2e  # a pytest process against a loopback server, signalled
 def test_sigint_while_recording_leaves_a_marked_report_and_a_resumable_folder(tmp_path: Path) -> None:
     from tests.loopback import Behaviour, LoopbackServer
 

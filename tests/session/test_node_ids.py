@@ -13,18 +13,15 @@ from pathlib import Path
 import pytest
 
 from pytest_sys1cal.session.node_ids import take_node_ids
+from tests.runs import CASSETTES, REPO, run, sys1cal
 
-REPO = Path(__file__).resolve().parents[2]
-CASSETTES = REPO / "cassettes"
 JEV = CASSETTES / "jev" / "jev-1.13.0"
 FIRST = "sys1cal::jev[bayes/bayes__seed_000042__repr_counts]"
 OTHER = "sys1cal::jev[frequency/frequency__seed_000042__repr_prose]"
 
 
-def sys1cal(pytester: pytest.Pytester, *args: str, root: Path = CASSETTES) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={root}", "-p", "no:cacheprovider", "-p", "no:randomly", *args
-    )
+def replay(pytester: pytest.Pytester, *args: str, root: Path = CASSETTES) -> pytest.RunResult:
+    return sys1cal(pytester, f"--sys1cal-cassettes={root}", *args)
 
 
 def collected(result: pytest.RunResult) -> list[str]:
@@ -37,11 +34,11 @@ def passed_lines(result: pytest.RunResult) -> list[str]:
 
 
 def test_the_ids_that_collect_only_prints_run_just_those_renderings(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    printed = collected(sys1cal(pytester, "--co", "-q"))
+    printed = collected(replay(pytester, "--co", "-q"))
     assert printed[0] == FIRST and OTHER in printed
     report = tmp_path / "report.json"
     thresholds = f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}"
-    result = sys1cal(pytester, "-v", FIRST, OTHER, f"--sys1cal-report={report}", thresholds)
+    result = replay(pytester, "-v", FIRST, OTHER, f"--sys1cal-report={report}", thresholds)
     result.assert_outcomes(passed=2)
     assert passed_lines(result) == [FIRST, OTHER]
     data = json.loads(report.read_text())
@@ -60,36 +57,36 @@ def test_the_id_of_a_failed_line_reruns_that_rendering(pytester: pytest.Pytester
     cassette = root / "jev" / "jev-1.13.0" / "frequency" / "frequency__seed_000042__repr_prose.json"
     saved = cassette.read_bytes()
     cassette.unlink()
-    failed = sys1cal(pytester, "-k", "frequency__seed_000042", root=root)
+    failed = replay(pytester, "-k", "frequency__seed_000042", root=root)
     failed.assert_outcomes(passed=5, failed=1)
     line = next(line for line in failed.stdout.lines if line.startswith("FAILED "))
     node_id = re.match(r"FAILED (\S+)", line)[1]  # type: ignore[index]
     assert node_id == OTHER
     cassette.write_bytes(saved)
-    sys1cal(pytester, node_id, root=root).assert_outcomes(passed=1)
+    replay(pytester, node_id, root=root).assert_outcomes(passed=1)
 
 
 def test_several_ids_under_xdist_run_once_each(pytester: pytest.Pytester) -> None:
     # xdist's workers parse the command line again: each must take the ids out and collect the same items.
-    result = sys1cal(pytester, "-n", "2", FIRST, OTHER, FIRST)
+    result = replay(pytester, "-n", "2", FIRST, OTHER, FIRST)
     result.assert_outcomes(passed=2)
 
 
 def test_ids_of_another_model_run_with_that_model(pytester: pytest.Pytester) -> None:
     node_id = "sys1cal::systemone[bayes/bayes__seed_000042__repr_counts]"
     args = ("--sys1cal-model=systemone", "--sys1cal-model-version=typed-gguf-smollm2-135m")
-    assert collected(sys1cal(pytester, *args, "--co", "-q", node_id)) == [node_id]
-    sys1cal(pytester, *args, "-n", "2", node_id).assert_outcomes(passed=1)
+    assert collected(replay(pytester, *args, "--co", "-q", node_id)) == [node_id]
+    replay(pytester, *args, "-n", "2", node_id).assert_outcomes(passed=1)
 
 
 def test_the_suite_and_the_model_select_every_rendering(pytester: pytest.Pytester) -> None:
     for whole in ("sys1cal", "sys1cal::jev"):
-        assert len(collected(sys1cal(pytester, "--co", "-q", whole))) == 365
+        assert len(collected(replay(pytester, "--co", "-q", whole))) == 365
 
 
 def test_real_paths_beside_ids_still_collect(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_mine="def test_mine():\n    assert 1 + 1 == 2\n")
-    result = sys1cal(pytester, "-v", "test_mine.py", FIRST)
+    result = replay(pytester, "-v", "test_mine.py", FIRST)
     result.assert_outcomes(passed=2)
     assert passed_lines(result) == [FIRST, "test_mine.py::test_mine"]  # the benchmark runs first, as without ids
 
@@ -118,7 +115,7 @@ def test_an_id_that_is_not_an_item_of_the_run_is_one_usage_error(
     pytester: pytest.Pytester, node_id: str, said: str
 ) -> None:
     pytester.makepyfile(test_mine="def test_mine():\n    pass\n")
-    result = sys1cal(pytester, "test_mine.py", node_id)
+    result = replay(pytester, "test_mine.py", node_id)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     error = result.stderr.str()
     assert f"ERROR: {said}. List this run's ids with: " in error
@@ -126,11 +123,11 @@ def test_an_id_that_is_not_an_item_of_the_run_is_one_usage_error(
     # The command it names is safe to run as printed, and lists the ids.
     command = shlex.split(error.split("List this run's ids with: ", 1)[1].strip())
     assert command[0] == "pytest" and "--co" in command
-    assert FIRST in collected(pytester.runpytest(*command[1:], "-p", "no:cacheprovider"))
+    assert FIRST in collected(run(pytester, *command[1:]))
 
 
 def test_an_id_without_sys1cal_says_to_add_it(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest(FIRST)
+    result = run(pytester, FIRST)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"ERROR: {FIRST} is a benchmark item, which runs only with --sys1cal; add --sys1cal" in result.stderr.str()
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-CASSETTES = REPO / "cassettes"
+from tests.runs import CASSETTES, REPO, sys1cal
+
 DATASET = REPO / "fixtures" / "sys1cal-v1" / "v0.1.0_tiny_cleanvars_parallel_primitives.jsonl"
 SUBSET = "frequency__seed_000042"  # six renderings; gates of a subset are "not applicable", so most runs are full
 # Fails on the bundled Jev cassettes (their Noul mean OVL is 0.918), and only there.
@@ -33,7 +33,7 @@ def project(pytester: pytest.Pytester) -> Path:
 
 def run(pytester: pytest.Pytester, spaced: bool, flag: str, value: Path, *args: str) -> pytest.RunResult:
     given = [flag, str(value)] if spaced else [f"{flag}={value}"]
-    return pytester.runpytest("--sys1cal", "-p", "no:cacheprovider", "-p", "no:randomly", *given, *args)
+    return sys1cal(pytester, *given, *args)
 
 
 def gates(report: Path) -> list[tuple[str, str]]:
@@ -102,7 +102,7 @@ def test_an_existing_output_given_with_a_space(
 def test_baseline_given_with_a_space(pytester: pytest.Pytester, project: Path, tmp_path: Path) -> None:
     baseline = tmp_path / "saved" / "baseline.json"
     baseline.parent.mkdir()
-    made = pytester.runpytest("--sys1cal", "-p", "no:cacheprovider", f"--sys1cal-report={baseline}")
+    made = sys1cal(pytester, f"--sys1cal-report={baseline}")
     assert made.ret == pytest.ExitCode.TESTS_FAILED  # the project's failing gate; the report is whole
     equals, space = both(pytester, "--sys1cal-baseline", baseline, tmp_path)
     assert equals == space

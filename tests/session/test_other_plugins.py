@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.field import CASSETTES, QUIET, subset
+from tests.field import subset
 from tests.loopback import Behaviour, LoopbackServer
+from tests.runs import CASSETTES, QUIET, run, sys1cal
 
 JEV = CASSETTES / "jev" / "jev-1.13.0"
 MISSING = "bayes/bayes__seed_000042__repr_counts.json"
@@ -36,9 +37,7 @@ def test_reruns_count_each_rendering_once(pytester: pytest.Pytester, tmp_path: P
     shutil.copytree(JEV, root / "jev" / "jev-1.13.0")
     (root / "jev" / "jev-1.13.0" / MISSING).unlink()
     report = tmp_path / "report.json"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={root}", f"--sys1cal-report={report}", "--reruns=2", *workers, *QUIET
-    )
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}", f"--sys1cal-report={report}", "--reruns=2", *workers)
     assert outcomes(result) == {"passed": 364, "failed": 1, "rerun": 2}
     assert counts(report) == {"renderings": 365, "measured": 364, "failed": 1, "latent_problems": 92}
     result.stdout.fnmatch_lines(["*on sys1cal-v1: 364 of 365 selected renderings measured*"])
@@ -52,11 +51,7 @@ def test_a_rerun_while_recording_asks_the_server_again(pytester: pytest.Pytester
     refusal = (400, {}, b'{"detail": "not now"}')
     root, report = tmp_path / "cassettes", tmp_path / "report.json"
     with LoopbackServer.for_renderings(renderings, Behaviour(script=[refusal] * 6)) as server:
-        result = pytester.runpytest(
-            "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-base-url={server.url}", f"--sys1cal-dataset={dataset}",
-            f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once", "--sys1cal-repeats=1",
-            "--sys1cal-concurrency=1", f"--sys1cal-report={report}", "--reruns=2", *QUIET,
-        )  # fmt: skip
+        result = sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-base-url={server.url}", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once", "--sys1cal-repeats=1", "--sys1cal-concurrency=1", f"--sys1cal-report={report}", "--reruns=2")  # fmt: skip
         asked = server.requests
     assert outcomes(result) == {"passed": 6, "rerun": 6}
     assert asked == 12  # six refused, six asked again and answered
@@ -70,9 +65,7 @@ def test_a_timed_out_rendering_is_counted_as_failed(pytester: pytest.Pytester, t
         f"import time\n\ndef pytest_runtest_call(item):\n    if {SLOW!r} in item.name:\n        time.sleep(30)\n"
     )
     report = tmp_path / "report.json"
-    result = pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={CASSETTES}", f"--sys1cal-report={report}", "--timeout=1", *QUIET
-    )
+    result = sys1cal(pytester, f"--sys1cal-cassettes={CASSETTES}", f"--sys1cal-report={report}", "--timeout=1")
     result.assert_outcomes(passed=364, failed=1)
     assert counts(report) == {"renderings": 365, "measured": 364, "failed": 1, "latent_problems": 92}
     result.stdout.fnmatch_lines(
@@ -104,7 +97,7 @@ def test_conftest_hooks_reach_the_items_as_pytest_scopes_them(pytester: pytest.P
     (pytester.path / "tests" / "conftest.py").write_text(HOOK_CONFTEST.format(log=str(sub_log)), encoding="utf-8")
     pytester.makeini("[pytest]\ntestpaths = tests\n")
     args = ("--sys1cal", "--model=jev", f"--sys1cal-cassettes={CASSETTES}", "-k", "bayes__seed_000042", *QUIET)
-    result = pytester.runpytest(*args)
+    result = run(pytester, *args)
     passed = result.parseoutcomes()["passed"]
     assert passed > 1
     seen = root_log.read_text().splitlines()  # each item once, by the root conftest's hook

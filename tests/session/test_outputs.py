@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-CASSETTES = REPO / "cassettes"
+from tests.runs import CASSETTES, REPO, sys1cal
+
 REPORT = REPO / "tests" / "golden" / "jev-report.json"  # any complete report
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={CASSETTES}", "-p", "no:cacheprovider", *args)
+    return sys1cal(pytester, f"--sys1cal-cassettes={CASSETTES}", *args)
 
 
 def refused(result: pytest.RunResult, line: str) -> None:
@@ -78,7 +78,7 @@ def test_the_report_inside_the_cassette_root_is_refused(pytester: pytest.Pyteste
     shutil.copytree(CASSETTES / "jev", root / "jev")
     before = snapshot(root)
     path = root / "jev" / "report.json"
-    result = pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", f"--sys1cal-report={path}")
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}", f"--sys1cal-report={path}")
     refused(
         result,
         f"--sys1cal-report {path}: this file is also this run's --sys1cal-cassettes, which writing the report would destroy; write the report somewhere else",

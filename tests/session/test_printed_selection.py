@@ -12,8 +12,9 @@ import pytest
 
 from pytest_sys1cal.dataset import load_dataset
 from pytest_sys1cal.session.advice import selection_of
-from tests.field import CASSETTES, environ
+from tests.field import environ
 from tests.loopback import LoopbackServer
+from tests.runs import CASSETTES, sys1cal
 
 SUBSET = "frequency__seed_000042"  # six renderings
 
@@ -32,10 +33,7 @@ def test_the_command_for_recording_elsewhere_keeps_the_k_and_records_only_the_se
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-test")
     renderings = load_dataset("sys1cal-v1").renderings
     with LoopbackServer.for_renderings(renderings) as server:
-        refused = pytester.runpytest(
-            "--sys1cal", "-p", "no:cacheprovider", f"--sys1cal-base-url={server.url}", "--sys1cal-record-mode=once",
-            "--sys1cal-repeats=1", "-k", SUBSET,
-        )  # fmt: skip
+        refused = sys1cal(pytester, f"--sys1cal-base-url={server.url}", "--sys1cal-record-mode=once", "--sys1cal-repeats=1", "-k", SUBSET)  # fmt: skip
         assert refused.ret == pytest.ExitCode.USAGE_ERROR
         (line,) = [text for text in refused.stderr.lines if text]
         printed = line.split("Record into another cassette folder: ", 1)[1]

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.field import CASSETTES, QUIET, tree_hashes
+from tests.field import tree_hashes
+from tests.runs import CASSETTES, sys1cal
 
 JEV = CASSETTES / "jev" / "jev-1.13.0"
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "jev-report.json"
@@ -40,9 +41,9 @@ def project(pytester: pytest.Pytester) -> dict[str, Path]:
     }
 
 
-def sys1cal(pytester: pytest.Pytester, inputs: dict[str, Path], *args: str) -> pytest.RunResult:
+def jev_run(pytester: pytest.Pytester, inputs: dict[str, Path], *args: str) -> pytest.RunResult:
     given = [f"{option}={path}" for option, path in inputs.items()]
-    return pytester.runpytest("--sys1cal", "--sys1cal-model=jev", *given, "-k", SUBSET, *QUIET, *args)
+    return sys1cal(pytester, "--sys1cal-model=jev", *given, "-k", SUBSET, *args)
 
 
 def refused(pytester: pytest.Pytester, result: pytest.RunResult, before: dict[str, str]) -> str:
@@ -68,7 +69,7 @@ def test_an_output_of_pytests_naming_an_input_is_refused_and_the_input_kept(
 ) -> None:
     path = project[target]
     before = tree_hashes(pytester.path)
-    line = refused(pytester, sys1cal(pytester, project, f"{flag}={path}"), before)
+    line = refused(pytester, jev_run(pytester, project, f"{flag}={path}"), before)
     assert line == (
         f"ERROR: {flag} {path}: this file is also this run's {target}, which pytest would overwrite with {what}; "
         f"give {flag} another path"
@@ -81,7 +82,7 @@ def test_an_output_of_pytests_inside_the_cassette_root_is_refused(
 ) -> None:
     inside = project["--sys1cal-cassettes"] / "jev" / "jev-1.13.0" / "out.xml"
     before = tree_hashes(pytester.path)
-    line = refused(pytester, sys1cal(pytester, project, f"{flag}={inside}"), before)
+    line = refused(pytester, jev_run(pytester, project, f"{flag}={inside}"), before)
     assert f"{flag} {inside}: this file is also this run's --sys1cal-cassettes, which pytest would overwrite" in line
 
 
@@ -89,21 +90,21 @@ def test_the_log_file_ini_key_is_checked_too(pytester: pytest.Pytester, project:
     """The issue's case: --log-file=X.json --sys1cal-baseline=X.json left X.json empty; here from the ini file."""
     pytester.makeini(f"[pytest]\nlog_file = {project['--sys1cal-baseline']}\n")
     before = tree_hashes(pytester.path)
-    line = refused(pytester, sys1cal(pytester, project), before)
+    line = refused(pytester, jev_run(pytester, project), before)
     assert line.startswith(f"ERROR: --log-file {project['--sys1cal-baseline']}: this file is also this run's")
 
 
 def test_a_basetemp_holding_an_input_is_refused(pytester: pytest.Pytester, project: dict[str, Path]) -> None:
     root = project["--sys1cal-cassettes"]
     before = tree_hashes(pytester.path)
-    line = refused(pytester, sys1cal(pytester, project, f"--basetemp={root}"), before)
+    line = refused(pytester, jev_run(pytester, project, f"--basetemp={root}"), before)
     assert line.startswith(f"ERROR: --basetemp {root}: this run's --sys1cal-cassettes ({root}) is in it")
     assert line.endswith("pytest empties that folder for its temporary files; give --basetemp another folder")
 
 
 def test_outputs_elsewhere_are_written(pytester: pytest.Pytester, project: dict[str, Path], tmp_path: Path) -> None:
     outputs = {flag: tmp_path / f"out{flag.replace('-', '_')}" for flag in ("--junitxml", "--log-file", "--report-log")}
-    result = sys1cal(pytester, project, *(f"{flag}={path}" for flag, path in outputs.items()))
+    result = jev_run(pytester, project, *(f"{flag}={path}" for flag, path in outputs.items()))
     assert result.ret == pytest.ExitCode.OK
     assert all(path.is_file() for path in outputs.values())
     assert project["--sys1cal-baseline"].read_bytes() == GOLDEN.read_bytes()

@@ -7,19 +7,13 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.runs import REPO, sys1cal
 
 
 def replay(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--sys1cal",
-        "--model=jev",
-        f"--sys1cal-cassettes={REPO / 'cassettes'}",
-        "-k",
-        "bayes",
-        "-p",
-        "no:cacheprovider",
-        *args,
+    # cheap=False: the run's own ini keys and defaults are what is tested here.
+    return sys1cal(
+        pytester, "--model=jev", f"--sys1cal-cassettes={REPO / 'cassettes'}", "-k", "bayes", *args, cheap=False
     )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.session.test_sigterm import assert_clean, replay, wait_for, with_group_killed
+from tests.session.test_sigterm import assert_clean, interrupted_case, replay, wait_for, with_group_killed
 
 pytestmark = pytest.mark.e2e  # a pytest process per case, signalled
 
@@ -28,8 +28,18 @@ def test_sigterm_right_after_ctrl_c_ends_the_run_cleanly(tmp_path: Path, gap: fl
     finally:
         with_group_killed(process)
     output = process.stdout.read().decode() if process.stdout else ""
-    assert code == pytest.ExitCode.INTERRUPTED, output[-3000:]
+    if code == -signal.SIGTERM:
+        # The SIGTERM came after pytest's last line, while the interpreter shut down: the plugin's handler is gone
+        # (removed at unconfigure, so an in-process host keeps its own), Python's default ends the process. By
+        # then the run had ended as interrupted and written everything, which is what must hold.
+        last = output.strip().splitlines()[-1]
+        assert last.startswith("=") and " passed in " in last and "KeyboardInterrupt" in output, output[-3000:]
+        assert interrupted_case(tmp_path / "junit.xml").startswith("sys1cal: interrupted (Ctrl-C): ")
+    else:
+        assert code == pytest.ExitCode.INTERRUPTED, output[-3000:]
     assert_clean(output)
+    if gap == 0 and "interrupted (SIGTERM)" in output:
+        return  # sent together, the kernel may deliver SIGTERM first: then it is the first signal, taken as such
     assert "Terminated" not in output
-    assert "interrupted (Ctrl-C) after " in output
+    assert "interrupted (Ctrl-C)" in output
     assert "signals.py" not in output  # the traceback's last line is where the Ctrl-C landed, not the handler

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.field import CASSETTES, QUIET, environ, subset
+from tests.field import environ, subset
 from tests.loopback import Behaviour, LoopbackServer
+from tests.runs import CASSETTES, QUIET
 
 # Each test starts a pytest process (and some a loopback server) and signals it.
 pytestmark = pytest.mark.e2e

@@ -16,7 +16,7 @@ from jevcompat.mock import MockConfig, Running
 from pytest_sys1cal.errors import InputError
 from pytest_sys1cal.redact import Redactor
 from pytest_sys1cal.store.folder import CassetteFolder
-from tests.field import CASSETTES, QUIET
+from tests.runs import CASSETTES, run, sys1cal
 
 JEV = CASSETTES / "jev" / "jev-1.13.0"
 EDITED = "compound/compound__seed_000042__repr_table.json"
@@ -66,7 +66,7 @@ def test_an_edited_answer_is_refused_naming_the_file_and_the_fix_and_a_reformat_
     data = json.loads(reformatted.read_text(encoding="utf-8"))
     reformatted.write_bytes(json.dumps(data, indent=4).replace("\n", "\r\n").encode())
 
-    result = pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", *SELECTION, *QUIET)
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}", *SELECTION)
     result.assert_outcomes(passed=2, failed=1, deselected=362)
     failure = [line for line in result.stdout.lines if "answers are not the ones recorded" in line]
     assert len(failure) >= 1, result.stdout.str()
@@ -81,7 +81,7 @@ def test_a_cassette_the_manifest_does_not_record_is_refused(pytester: pytest.Pyt
     recorded = manifest(folder)
     del recorded["answers"][EDITED]
     (folder / "manifest.json").write_text(json.dumps(recorded, indent=2), encoding="utf-8")
-    result = pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", *SELECTION, *QUIET)
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}", *SELECTION)
     result.assert_outcomes(passed=2, failed=1, deselected=362)
     result.stdout.fnmatch_lines([f"*{folder / EDITED}: not among the cassettes whose answers manifest.json records*"])
 
@@ -97,15 +97,15 @@ def test_a_folder_recorded_before_digests_replays_and_says_it_is_unchecked(
     del older["reconstructed_from"]
     (folder / "manifest.json").write_text(json.dumps(older, indent=2), encoding="utf-8")
     edit_answer(folder / EDITED)
-    result = pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", *SELECTION, *QUIET)
+    result = sys1cal(pytester, f"--sys1cal-cassettes={root}", *SELECTION)
     result.assert_outcomes(passed=3, deselected=362)  # nothing to check the edit against: said in the header
     result.stdout.fnmatch_lines(["sys1cal: *manifest.json records no digests of its cassettes' answers*"])
 
     # What the notice says: a recording of the complete folder sends nothing (no key needed) and adds them.
-    sealed = pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once", *QUIET)
+    sealed = sys1cal(pytester, f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once")
     sealed.assert_outcomes(passed=365)
     assert manifest(folder)["answers"] == {f"{p.parent.name}/{p.name}": digest(p) for p in folder.glob("*/*.json")}
-    again = pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", *SELECTION, *QUIET)
+    again = sys1cal(pytester, f"--sys1cal-cassettes={root}", *SELECTION)
     again.assert_outcomes(passed=3, deselected=362)
     assert "records no digests" not in again.stdout.str()
 
@@ -127,27 +127,25 @@ def test_a_recording_writes_the_digests_and_a_re_recording_is_the_deliberate_cha
     monkeypatch.setenv("TYPESAFE_API_KEY", "test-key-of-this-test")
     with Running(MockConfig(key="test-key-of-this-test")) as mock:
         record = ("--sys1cal", "--model", "jev", f"--sys1cal-base-url={mock.url}", f"--sys1cal-cassettes={root}")
-        pytester.runpytest(*record, "--sys1cal-record-mode=once", "--sys1cal-repeats=2", *SELECTION, *QUIET)
+        run(pytester, *record, "--sys1cal-record-mode=once", "--sys1cal-repeats=2", *SELECTION)
         written = manifest(folder)["answers"]
         assert written == {f"{p.parent.name}/{p.name}": digest(p) for p in folder.glob("*/*.json")}
         assert len(written) == 3
 
         edit_answer(folder / EDITED)
         edited = digest(folder / EDITED)
-        replay = pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", *SELECTION, *QUIET)
+        replay = sys1cal(pytester, f"--sys1cal-cassettes={root}", *SELECTION)
         replay.assert_outcomes(passed=2, failed=1, deselected=362)
         # A recording that does not record the edited cassette again keeps its old digest: still refused.
-        pytester.runpytest(*record, "--sys1cal-record-mode=once", *SELECTION, *QUIET)
+        run(pytester, *record, "--sys1cal-record-mode=once", *SELECTION)
         assert manifest(folder)["answers"][EDITED] == written[EDITED]
 
         # The fix the failure prints for a recorded folder: re-record that rendering (mode all, its node id).
         fix = next(line for line in replay.stdout.lines if "answers are not the ones recorded" in line)
         assert "--sys1cal-record-mode=all" in fix and "jev[compound/compound__seed_000042__repr_table]" in fix
         node = "sys1cal::jev[compound/compound__seed_000042__repr_table]"
-        pytester.runpytest(*record, "--sys1cal-record-mode=all", "--sys1cal-repeats=2", node, *QUIET)
+        run(pytester, *record, "--sys1cal-record-mode=all", "--sys1cal-repeats=2", node)
     after = manifest(folder)["answers"]
     assert after[EDITED] == digest(folder / EDITED) != edited  # the server's answers again, their digest with them
     assert {k: v for k, v in after.items() if k != EDITED} == {k: v for k, v in written.items() if k != EDITED}
-    pytester.runpytest("--sys1cal", f"--sys1cal-cassettes={root}", *SELECTION, *QUIET).assert_outcomes(
-        passed=3, deselected=362
-    )
+    sys1cal(pytester, f"--sys1cal-cassettes={root}", *SELECTION).assert_outcomes(passed=3, deselected=362)

@@ -19,8 +19,8 @@ from pytest_sys1cal.redact import Redactor
 from pytest_sys1cal.store.folder import CassetteFolder
 from pytest_sys1cal.store.vcrpy_side import json_body
 from tests.loopback import Behaviour, LoopbackServer
+from tests.runs import REPO, sys1cal
 
-REPO = Path(__file__).resolve().parents[2]
 CANARY = "apikey_CANARY-do-not-leak-7f3e9c2b1a"
 
 
@@ -126,10 +126,7 @@ def test_record_with_a_canary_key_then_replay_with_the_server_stopped(
     selection = ("-k", "compound__seed_000042", "-p", "no:cacheprovider")
     monkeypatch.setenv("TYPESAFE_API_KEY", CANARY)
     with Running(MockConfig(key=CANARY)) as mock:  # the mock refuses requests without this key
-        recorded = pytester.runpytest(
-            "--sys1cal", "--model", "jev", f"--sys1cal-base-url={mock.url}", "--sys1cal-record-mode=once",
-            f"--sys1cal-cassettes={root}", "--sys1cal-repeats=2", f"--sys1cal-report={report}", *selection,
-        )  # fmt: skip
+        recorded = sys1cal(pytester, "--model", "jev", f"--sys1cal-base-url={mock.url}", "--sys1cal-record-mode=once", f"--sys1cal-cassettes={root}", "--sys1cal-repeats=2", f"--sys1cal-report={report}", *selection)  # fmt: skip
     recorded.assert_outcomes(passed=3, deselected=362)
     files = _cassette_files(root)
     assert len(files) == 4  # three renderings and the manifest
@@ -151,8 +148,8 @@ def test_record_with_a_canary_key_then_replay_with_the_server_stopped(
     assert all(b"authorization" not in data.lower() for data in files.values())
 
     monkeypatch.delenv("TYPESAFE_API_KEY")
-    replayed = pytester.runpytest(
-        "--sys1cal",
+    replayed = sys1cal(
+        pytester,
         "--model",
         "jev",
         f"--sys1cal-cassettes={root}",
@@ -171,10 +168,7 @@ def test_record_modes(pytester: pytest.Pytester, tmp_path: Path) -> None:
     folder = root / "systemone" / "jev-latest" / "frequency"
 
     def run(url: str, mode: str, repeats: int) -> pytest.RunResult:
-        return pytester.runpytest(
-            "--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-base-url={url}", f"--sys1cal-record-mode={mode}",
-            f"--sys1cal-cassettes={root}", f"--sys1cal-repeats={repeats}", "-k", "frequency__seed_000042", "-p", "no:cacheprovider",
-        )  # fmt: skip
+        return sys1cal(pytester, "--sys1cal-model=systemone", f"--sys1cal-base-url={url}", f"--sys1cal-record-mode={mode}", f"--sys1cal-cassettes={root}", f"--sys1cal-repeats={repeats}", "-k", "frequency__seed_000042")  # fmt: skip
 
     def interactions() -> list[int]:
         return [len(json.loads(p.read_text())["interactions"]) for p in sorted(folder.glob("*.json"))]

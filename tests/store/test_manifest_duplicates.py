@@ -10,8 +10,9 @@ import pytest
 
 from pytest_sys1cal.store.answers import answers_digest
 from pytest_sys1cal.store.cassette import Recorded
-from tests.field import QUIET, subset, tree_hashes
+from tests.field import subset, tree_hashes
 from tests.loopback import LoopbackServer
+from tests.runs import run
 
 
 def test_a_second_digest_beside_the_original_is_refused(pytester: pytest.Pytester) -> None:
@@ -20,8 +21,8 @@ def test_a_second_digest_beside_the_original_is_refused(pytester: pytest.Pyteste
     root = pytester.path / "cassettes"
     common = ("--sys1cal", "--sys1cal-model=systemone", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}")
     with LoopbackServer.for_renderings(renderings) as server:
-        made = pytester.runpytest(
-            *common, f"--sys1cal-base-url={server.url}", "--sys1cal-repeats=1", "--sys1cal-record-mode=once", *QUIET
+        made = run(
+            pytester, *common, f"--sys1cal-base-url={server.url}", "--sys1cal-repeats=1", "--sys1cal-record-mode=once"
         )
     assert made.ret == pytest.ExitCode.OK
     folder = root / "systemone" / "jev-latest"
@@ -39,7 +40,7 @@ def test_a_second_digest_beside_the_original_is_refused(pytester: pytest.Pyteste
     lines.insert(at + 1, f'    "{name}": "{new_digest}",\n')  # beside the original: the last one would win
     manifest.write_text("".join(lines))
     before = tree_hashes(pytester.path)
-    result = pytester.runpytest(*common, *QUIET)
+    result = run(pytester, *common)
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
     output = result.stdout.str() + result.stderr.str()
     assert (

@@ -21,11 +21,10 @@ from pytest_sys1cal.store.folder import CassetteFolder
 from pytest_sys1cal.store.lock import LOCK_NAME, FolderLock, FolderLocked
 from tests.loopback import Behaviour, LoopbackServer
 from tests.recording.test_recording import subset
+from tests.runs import QUIET
 
 # Runs recordings in subprocesses against loopback servers.
 pytestmark = pytest.mark.e2e
-
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
 
 
 @pytest.fixture

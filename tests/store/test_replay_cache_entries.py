@@ -19,8 +19,8 @@ from pytest_sys1cal.results import ResultRow
 from pytest_sys1cal.store.folder import CassetteFolder
 from pytest_sys1cal.store.replay import CassetteReplay
 from pytest_sys1cal.store.replay_cache import MAX_SEGMENTS, ReplayCache, checked_packed, checked_samples
+from tests.runs import REPO
 
-REPO = Path(__file__).resolve().parent.parent.parent
 QUESTIONS = ("noul", "choice", "choice_swapped", "score")
 SETS = [("jev", "jev-1.13.0"), ("semif", "smollm2-135m-instruct-q4_1"), ("semif", "gemma-3-270m-q4_k_m"),
         ("systemone", "typed-gguf-smollm2-135m")]  # fmt: skip

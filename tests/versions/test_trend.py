@@ -17,8 +17,9 @@ import pytest
 
 from pytest_sys1cal.__main__ import main
 from tests.degraded import degrade
+from tests.runs import REPO, sys1cal
 from tests.test_layout import imports
-from tests.version_roots import JEV, NEW, OLD, REPO, edit_manifest, regression_rows, two_versions
+from tests.version_roots import JEV, NEW, OLD, edit_manifest, regression_rows, two_versions
 
 # Replays recorded versions; runs the command in subprocesses and its page in Chromium.
 pytestmark = pytest.mark.e2e
@@ -57,10 +58,7 @@ def test_each_row_is_that_versions_own_run_and_each_step_its_upgrade_gate(
     runs = {}
     for version in (OLD, NEW):
         report = tmp_path / f"{version}.json"
-        result = pytester.runpytest(
-            "--sys1cal", f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={THRESHOLDS}",
-            f"--sys1cal-model-version={version}", f"--sys1cal-report={report}", "-p", "no:cacheprovider",
-        )  # fmt: skip
+        result = sys1cal(pytester, f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={THRESHOLDS}", f"--sys1cal-model-version={version}", f"--sys1cal-report={report}")  # fmt: skip
         runs[version] = (result.ret, json.loads(report.read_text()))
     for row in trend["versions"]:
         code, report = runs[row["version"]]
@@ -74,10 +72,7 @@ def test_each_row_is_that_versions_own_run_and_each_step_its_upgrade_gate(
     assert runs[NEW][0] == pytest.ExitCode.TESTS_FAILED and trend["versions"][1]["gates"]["outcome"] == "failed"
     # The step equals --sys1cal-baseline=jev-1.13.0 on a run of jev-1.14.0.
     compared = tmp_path / "compared.json"
-    pytester.runpytest(
-        "--sys1cal", f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={THRESHOLDS}", f"--sys1cal-model-version={NEW}",
-        f"--sys1cal-baseline={OLD}", f"--sys1cal-report={compared}", "-p", "no:cacheprovider",
-    )  # fmt: skip
+    sys1cal(pytester, f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={THRESHOLDS}", f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={compared}")  # fmt: skip
     (step,) = trend["steps"]
     assert (step["from"], step["to"], step["compared"], step["outcome"]) == (OLD, NEW, True, "failed")
     for row in regression_rows(compared):

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.degraded import degrade
-from tests.version_roots import NEW, OLD, REPO, edit_manifest, regression_rows, snapshot, two_versions
+from tests.runs import REPO, sys1cal
+from tests.version_roots import NEW, OLD, edit_manifest, regression_rows, snapshot, two_versions
 
 THRESHOLDS = REPO / "thresholds.yaml"
 
@@ -24,15 +25,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return two_versions(tmp_path_factory.mktemp("versions") / "cassettes")
 
 
-def sys1cal(pytester: pytest.Pytester, root: Path, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--sys1cal",
-        f"--sys1cal-cassettes={root}",
-        f"--sys1cal-thresholds={THRESHOLDS}",
-        "-p",
-        "no:cacheprovider",
-        *args,
-    )
+def replay(pytester: pytest.Pytester, root: Path, *args: str) -> pytest.RunResult:
+    return sys1cal(pytester, f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={THRESHOLDS}", *args)
 
 
 def output(result: pytest.RunResult) -> str:
@@ -55,20 +49,20 @@ def test_a_version_baseline_fails_the_worse_version_with_the_delta_of_a_saved_re
     before = snapshot(root)
     saved = {version: tmp_path / f"{version}.json" for version in (OLD, NEW)}
     for version, path in saved.items():
-        made = sys1cal(pytester, root, f"--sys1cal-model-version={version}", f"--sys1cal-report={path}")
+        made = replay(pytester, root, f"--sys1cal-model-version={version}", f"--sys1cal-report={path}")
         assert made.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
     # Both ways: the worse version against the old one, and the old one against the worse one.
     for new, old in ((NEW, OLD), (OLD, NEW)):
         by_version, by_report = tmp_path / f"{new}-v.json", tmp_path / f"{new}-r.json"
-        folder = sys1cal(pytester, root, f"--sys1cal-model-version={new}", f"--sys1cal-baseline={old}",
+        folder = replay(pytester, root, f"--sys1cal-model-version={new}", f"--sys1cal-baseline={old}",
                          f"--sys1cal-report={by_version}")  # fmt: skip
-        report = sys1cal(pytester, root, f"--sys1cal-model-version={new}", f"--sys1cal-baseline={saved[old]}",
+        report = replay(pytester, root, f"--sys1cal-model-version={new}", f"--sys1cal-baseline={saved[old]}",
                          f"--sys1cal-report={by_report}")  # fmt: skip
         rows = regression_rows(by_version)
         assert rows == regression_rows(by_report)  # verdicts, Δ, bounds, details: identical
         assert len(rows) == 3 and folder.ret == report.ret
     # The done-when command: one run, the regression gates FAILED where the degraded copy is worse.
-    failing = sys1cal(pytester, root, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}")
+    failing = replay(pytester, root, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}")
     assert failing.ret == pytest.ExitCode.TESTS_FAILED
     failing.stdout.fnmatch_lines(
         [
@@ -109,7 +103,7 @@ def test_a_version_baseline_reads_the_same_cassettes_as_that_versions_own_run(ro
 def test_neither_a_file_nor_a_version_is_one_usage_error_listing_the_versions(
     pytester: pytest.Pytester, root: Path
 ) -> None:
-    line = usage_error(sys1cal(pytester, root, "--sys1cal-baseline=jev-1.12.0"))
+    line = usage_error(replay(pytester, root, "--sys1cal-baseline=jev-1.12.0"))
     assert f"--sys1cal-baseline=jev-1.12.0: no file {pytester.path / 'jev-1.12.0'}" in line
     assert f"no recorded version 'jev-1.12.0' of model jev under {root / 'jev'}" in line
     assert f"(versions recorded there: {OLD}, {NEW})" in line
@@ -117,7 +111,7 @@ def test_neither_a_file_nor_a_version_is_one_usage_error_listing_the_versions(
 
 
 def test_a_version_compared_with_itself_is_a_usage_error(pytester: pytest.Pytester, root: Path) -> None:
-    line = usage_error(sys1cal(pytester, root, f"--sys1cal-model-version={OLD}", f"--sys1cal-baseline={OLD}"))
+    line = usage_error(replay(pytester, root, f"--sys1cal-model-version={OLD}", f"--sys1cal-baseline={OLD}"))
     assert f"--sys1cal-baseline={OLD} is this run's own version: a version compared with itself shows nothing" in line
     assert f"(recorded: {NEW})" in line
 
@@ -125,13 +119,13 @@ def test_a_version_compared_with_itself_is_a_usage_error(pytester: pytest.Pytest
 def test_a_file_wins_over_a_version_of_the_same_name(pytester: pytest.Pytester, root: Path) -> None:
     """An existing file is read as a saved report, even when a version has its name (here: not a report)."""
     (pytester.path / OLD).write_text("{}")
-    line = usage_error(sys1cal(pytester, root, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}"))
+    line = usage_error(replay(pytester, root, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}"))
     assert f"{pytester.path / OLD}: not a sys1cal report" in line
 
 
 def test_a_version_folder_given_as_a_path_says_to_name_the_version(pytester: pytest.Pytester, root: Path) -> None:
     line = usage_error(
-        sys1cal(pytester, root, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={root / 'jev' / OLD}")
+        replay(pytester, root, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={root / 'jev' / OLD}")
     )
     assert f"{root / 'jev' / OLD} is a folder, not a saved report" in line
     assert f"(versions recorded there: {OLD}, {NEW})" in line
@@ -147,7 +141,7 @@ def third(root: Path) -> Iterator[Path]:
 
 def test_a_version_recorded_on_another_dataset_is_refused(pytester: pytest.Pytester, root: Path, third: Path) -> None:
     edit_manifest(third, dataset={"name": "fresh", "sha256": "a" * 64})
-    line = usage_error(sys1cal(pytester, root, f"--sys1cal-model-version={OLD}", "--sys1cal-baseline=jev-1.15.0"))
+    line = usage_error(replay(pytester, root, f"--sys1cal-model-version={OLD}", "--sys1cal-baseline=jev-1.15.0"))
     assert (
         f"--sys1cal-baseline=jev-1.15.0: its cassettes ({third}) were recorded for dataset fresh sha256 {'a' * 64}"
         in line
@@ -157,7 +151,7 @@ def test_a_version_recorded_on_another_dataset_is_refused(pytester: pytest.Pytes
 
 def test_a_version_averaging_other_repeats_is_refused(pytester: pytest.Pytester, root: Path, third: Path) -> None:
     edit_manifest(third, repeats_per_answer=5)
-    line = usage_error(sys1cal(pytester, root, f"--sys1cal-model-version={OLD}", "--sys1cal-baseline=jev-1.15.0"))
+    line = usage_error(replay(pytester, root, f"--sys1cal-model-version={OLD}", "--sys1cal-baseline=jev-1.15.0"))
     assert "--sys1cal-baseline jev-1.15.0: each of its answers averages 5 model repeat(s), this run's 10" in line
 
 
@@ -166,7 +160,7 @@ def test_a_version_that_does_not_replay_completely_is_refused(
 ) -> None:
     missing = next(third.glob("bayes/*.json"))
     missing.unlink()
-    line = usage_error(sys1cal(pytester, root, f"--sys1cal-model-version={OLD}", "--sys1cal-baseline=jev-1.15.0"))
+    line = usage_error(replay(pytester, root, f"--sys1cal-model-version={OLD}", "--sys1cal-baseline=jev-1.15.0"))
     assert f"--sys1cal-baseline=jev-1.15.0: 1 of 365 renderings could not be replayed from {third}" in line
     assert f"{missing}: no cassette" in line
     assert "a baseline must replay the whole dataset" in line
@@ -176,7 +170,7 @@ def test_a_damaged_manifest_in_the_baseline_version_names_its_file(
     pytester: pytest.Pytester, root: Path, third: Path
 ) -> None:
     edit_manifest(third, repeats="ten")
-    line = usage_error(sys1cal(pytester, root, f"--sys1cal-model-version={OLD}", "--sys1cal-baseline=jev-1.15.0"))
+    line = usage_error(replay(pytester, root, f"--sys1cal-model-version={OLD}", "--sys1cal-baseline=jev-1.15.0"))
     assert f"{third / 'manifest.json'}:" in line and "field 'repeats'" in line
 
 
@@ -185,10 +179,10 @@ def test_the_baseline_version_is_replayed_with_the_runs_seed(
 ) -> None:
     """Its report is built with this run's seed: the comparison equals that of a saved report made with it."""
     saved, by_version, by_report = tmp_path / "old-3.json", tmp_path / "v.json", tmp_path / "r.json"
-    sys1cal(pytester, root, "--sys1cal-seed=3", f"--sys1cal-report={saved}")
-    sys1cal(pytester, root, "--sys1cal-seed=3", f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}",
+    replay(pytester, root, "--sys1cal-seed=3", f"--sys1cal-report={saved}")
+    replay(pytester, root, "--sys1cal-seed=3", f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}",
             f"--sys1cal-report={by_version}")  # fmt: skip
-    sys1cal(pytester, root, "--sys1cal-seed=3", f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={saved}",
+    replay(pytester, root, "--sys1cal-seed=3", f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={saved}",
             f"--sys1cal-report={by_report}")  # fmt: skip
     assert regression_rows(by_version) == regression_rows(by_report)
     assert json.loads(by_version.read_text())["gates"][-1]["details"]["seed"] == 3
@@ -203,8 +197,8 @@ def test_the_html_page_of_a_version_baseline_redraws_from_that_versions_own_repo
     from pytest_sys1cal.__main__ import main
 
     old, report, page = tmp_path / "old.json", tmp_path / "new.json", tmp_path / "new.html"
-    sys1cal(pytester, root, f"--sys1cal-report={old}")
-    sys1cal(pytester, root, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report}",
+    replay(pytester, root, f"--sys1cal-report={old}")
+    replay(pytester, root, f"--sys1cal-model-version={NEW}", f"--sys1cal-baseline={OLD}", f"--sys1cal-report={report}",
             f"--sys1cal-html={page}")  # fmt: skip
     assert main(["html", str(report), "--baseline", str(old), "-o", str(tmp_path / "redrawn.html")]) == 0
     assert (tmp_path / "redrawn.html").read_bytes() == page.read_bytes()
