@@ -24,6 +24,7 @@ from ..results import ResultRow
 from ..store import sequential_manifest
 from ..store.folder import CassetteFolder
 from ..store.sequential_manifest import RoundsRecorded
+from ..vocabulary import CALL_READING
 from .collect import Sys1CalItem
 from .options import Settings, argument, flag
 from .sharding import keep_problems
@@ -168,6 +169,16 @@ def rounds_in_force(
         return None
     config = thresholds.regression if thresholds is not None else UpgradeConfig()
     where = f"{config.file}'s regression.sequential" if config.file else "the defaults"
+    if settings.shard and settings.sequential:
+        raise RoundsRefused(
+            f"{flag('sequential')} with {flag('shard')}: a shard deals latent problems of the whole dataset, not a "
+            "round's, and gates nothing; record in rounds on one machine, or drop one of the two options"
+        )
+    if thresholds is not None and thresholds.reading.value == CALL_READING:
+        raise RoundsRefused(
+            f"the upgrade gate in rounds with the per-call reading ({thresholds.reading.said()}): rounds are judged on "
+            "repeat means only; set reading: mean for this model or version, or drop --sys1cal-sequential"
+        )
     if selection:
         what = flag("sequential") if settings.sequential else f"a folder recorded in rounds ({folder.path})"
         raise RoundsRefused(

@@ -158,21 +158,23 @@ def test_an_aa_pair_does_not_fail_and_xdist_stops_at_the_same_round(place: Path)
     [
         (("--sys1cal-sequential",), "ERROR: --sys1cal-sequential without --sys1cal-baseline: *"),
         (
-            # a recording refused before anything is sent (the port is closed)
-            (
-                "--sys1cal-sequential",
-                "--sys1cal-baseline=v1",
-                "-k",
-                "bayes",
-                "--sys1cal-record-mode=once",
-                "--sys1cal-base-url=http://127.0.0.1:9",
-            ),  # fmt: skip
+            ("--sys1cal-sequential", "--sys1cal-baseline=v1", "-k", "bayes"),
             "*--sys1cal-sequential with -k bayes: the rounds are whole latent problems*drop the selection*",
+        ),
+        (
+            ("--sys1cal-sequential", "--sys1cal-shard=1/2"),
+            "*--sys1cal-sequential with --sys1cal-shard: a shard deals latent problems of the whole dataset*",
+        ),
+        (
+            ("--sys1cal-sequential", "--sys1cal-baseline=v1", "--sys1cal-thresholds=call.yaml"),
+            "*the upgrade gate in rounds with the per-call reading (*call.yaml:2 systemone.reading: call)*",
         ),
     ],
 )
 def test_refused_in_one_line(place: Path, args: tuple[str, ...], expected: str) -> None:
-    done = sys1cal(place, "x", *args)
+    (place / "call.yaml").write_text("systemone:\n  reading: call\n", encoding="utf-8")
+    # each a recording, refused before anything is sent (nothing listens on port 9)
+    done = sys1cal(place, "x", *args, "--sys1cal-record-mode=once", "--sys1cal-base-url=http://127.0.0.1:9")
     assert done.ret == pytest.ExitCode.USAGE_ERROR, done.out[-2000:]
     assert "Traceback" not in done.out
     errors = [line for line in done.out.splitlines() if line.startswith("ERROR")]
