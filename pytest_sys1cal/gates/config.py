@@ -255,15 +255,21 @@ class _Reader(_Layers):
         """`reading: call` or `mean`, as a one-key layer entry (so a version's replaces the model's); None for null."""
         if is_null(node):
             return None
-        value = self.scalar(node)
-        if not isinstance(value, str) or value not in READINGS:
-            raise self.fail(
-                line_of(node),
-                path,
-                f"expected call or mean, got {node_text(node)}: call reads each answer per call (what one request to "
-                "the service gets), mean reads each rendering's mean over its calls (the paper's protocol)",
-            )
+        value = self.one_of(
+            node,
+            path,
+            tuple(sorted(READINGS)),
+            "call reads each answer per call (what one request to the service gets), mean reads each rendering's "
+            "mean over its calls (the paper's protocol)",
+        )
         return {READING_KEY: _Value(value, line_of(node), path)}
+
+    def one_of(self, node: yaml.Node, path: str, allowed: tuple[str, ...], meaning: str) -> str:
+        """A scalar that must be one of `allowed` words; the refusal says what each means."""
+        value = self.scalar(node)
+        if not isinstance(value, str) or value not in allowed:
+            raise self.fail(line_of(node), path, f"expected {' or '.join(allowed)}, got {node_text(node)}: {meaning}")
+        return value
 
     def looks_like_version(self, key: str, node: yaml.Node) -> bool:
         """A version key's value is a mapping of sections (or null). A key close to a section name whose
@@ -327,15 +333,12 @@ class _Reader(_Layers):
         if key == "alpha":
             return self.number(node, path, 0.0, 1.0, open_interval=True)
         if key == "inconclusive":
-            value = self.scalar(node)
-            if not isinstance(value, str) or value not in INCONCLUSIVE_CHOICES:
-                raise self.fail(
-                    line_of(node),
-                    path,
-                    f"expected fail or pass, got {node_text(node)}: fail (the default) fails the run on an "
-                    "inconclusive comparison, pass lets it pass with a notice",
-                )
-            return value
+            return self.one_of(
+                node,
+                path,
+                INCONCLUSIVE_CHOICES,
+                "fail (the default) fails the run on an inconclusive comparison, pass lets it pass with a notice",
+            )
         if key == "resamples":
             value = self.scalar(node)
             if isinstance(value, bool) or not isinstance(value, int):
