@@ -24,10 +24,7 @@ standard error. The same arguments print the same numbers.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # a script: the package from the checkout
 
 from pytest_sys1cal.analysis.upgrade import compare_reports  # noqa: E402
-from scripts.why_simulation_data import Dataset, draw, jev_items  # noqa: E402
+from scripts.why_simulation_data import Dataset, draw, jev_items, main_of  # noqa: E402
 
 NOISE = 0.02  # SD of the problem-level and of the rendering-level noise of each version's distance to p*
 # Distances kept this far from 0 and from the cap (0.1: 3.5 SDs of the noise; at the cap, the uniform θ too), so
@@ -143,20 +140,5 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", type=int, default=300, help="datasets per scenario (default 300)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, help="also write the numbers as JSON here")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    result = experiment(args.datasets, args.seed)
-    print(table(result))
-    print(f"\n{args.datasets} datasets per scenario, q = 0.10, seed {args.seed}; {time.perf_counter() - started:.0f} s")
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_of(__doc__, experiment, table, 300, "q = 0.10, "))

@@ -26,10 +26,7 @@ The same arguments print the same numbers.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -39,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # a script: the
 
 from pytest_sys1cal.analysis.diagnosis import LOST, MISCALIBRATION, UNDETERMINED  # noqa: E402
 from pytest_sys1cal.analysis.upgrade import compare_reports  # noqa: E402
-from scripts.why_simulation_data import Dataset, draw, jev_items, logit, shuffled_problems, through  # noqa: E402
+from scripts.why_simulation_data import Dataset, draw, jev_items, logit, main_of, shuffled_problems, through  # noqa: E402
 
 SCENARIOS = {
     "logit shrink 0.6 + shift 0.7": (
@@ -126,20 +123,5 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", type=int, default=100, help="datasets per scenario (default 100)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, help="also write the numbers as JSON here")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    result = experiment(args.datasets, args.seed)
-    print(table(result))
-    print(f"\n{args.datasets} datasets per scenario, seed {args.seed}; {time.perf_counter() - started:.0f} s")
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_of(__doc__, experiment, table, 100, ""))

@@ -101,3 +101,28 @@ def shuffled_problems(data: Dataset, share: float, rng: np.random.Generator) -> 
             new[i] = answer[rng.choice(donors)]
         out[prim] = new
     return out
+
+
+def main_of(
+    doc: str,
+    experiment: Callable[[int, int], dict[str, Any]],
+    table: Callable[[dict[str, Any]], str],
+    datasets: int,
+    what: str,
+) -> int:
+    """A simulation script's command line: --datasets, --seed, --out; prints the table and what it ran."""
+    import argparse
+    import time
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--datasets", type=int, default=datasets, help=f"datasets per scenario (default {datasets})")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="also write the numbers as JSON here")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    result = experiment(args.datasets, args.seed)
+    print(table(result))
+    print(f"\n{args.datasets} datasets per scenario, {what}seed {args.seed}; {time.perf_counter() - started:.0f} s")
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0

@@ -191,6 +191,13 @@ class _Layers(Nodes):
 class _Leaves(_Layers):
     """The value of each key, checked against what the key allows."""
 
+    def one_of(self, node: yaml.Node, path: str, allowed: tuple[str, ...], meaning: str) -> str:
+        """A scalar that must be one of `allowed` words; the refusal says what each means."""
+        value = self.scalar(node)
+        if not isinstance(value, str) or value not in allowed:
+            raise self.fail(line_of(node), path, f"expected {' or '.join(allowed)}, got {node_text(node)}: {meaning}")
+        return value
+
     def margin_leaf(self, key: str, node: yaml.Node, path: str) -> float | None:
         """regression.<primitive>.max_drop_mean_ovl or fail_drop_mean_ovl: a drop in mean OVL."""
         return None if is_null(node) else self.number(node, path, 0.0, 1.0)
@@ -201,14 +208,13 @@ class _Leaves(_Layers):
             return None
         value = self.scalar(node)
         if key == "spending":
-            if not isinstance(value, str) or value not in SPENDING:
-                raise self.fail(
-                    line_of(node),
-                    path,
-                    f"expected {' or '.join(SPENDING)}, got {node_text(node)}: {DEFAULT_SPENDING} (the default) spends "
-                    "almost no error early, pocock spends it evenly (docs/statistics.md §7.2)",
-                )
-            return value
+            return self.one_of(
+                node,
+                path,
+                SPENDING,
+                f"{DEFAULT_SPENDING} (the default) spends almost no error early, pocock spends it evenly "
+                "(docs/statistics.md §7.2)",
+            )
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ROUNDS:
             raise self.fail(
                 line_of(node),
@@ -231,15 +237,12 @@ class _Leaves(_Layers):
         if key == "alpha":
             return self.number(node, path, 0.0, 1.0, open_interval=True)
         if key == "inconclusive":
-            value = self.scalar(node)
-            if not isinstance(value, str) or value not in INCONCLUSIVE_CHOICES:
-                raise self.fail(
-                    line_of(node),
-                    path,
-                    f"expected fail or pass, got {node_text(node)}: fail (the default) fails the run on an "
-                    "inconclusive comparison, pass lets it pass with a notice",
-                )
-            return value
+            return self.one_of(
+                node,
+                path,
+                INCONCLUSIVE_CHOICES,
+                "fail (the default) fails the run on an inconclusive comparison, pass lets it pass with a notice",
+            )
         if key == "resamples":
             value = self.scalar(node)
             if isinstance(value, bool) or not isinstance(value, int):
@@ -356,14 +359,13 @@ class _Reader(_Leaves):
         """`reading: call` or `mean`, as a one-key layer entry (so a version's replaces the model's); None for null."""
         if is_null(node):
             return None
-        value = self.scalar(node)
-        if not isinstance(value, str) or value not in READINGS:
-            raise self.fail(
-                line_of(node),
-                path,
-                f"expected call or mean, got {node_text(node)}: call reads each answer per call (what one request to "
-                "the service gets), mean reads each rendering's mean over its calls (the paper's protocol)",
-            )
+        value = self.one_of(
+            node,
+            path,
+            tuple(sorted(READINGS)),
+            "call reads each answer per call (what one request to the service gets), mean reads each rendering's "
+            "mean over its calls (the paper's protocol)",
+        )
         return {READING_KEY: _Value(value, line_of(node), path)}
 
     def looks_like_version(self, key: str, node: yaml.Node) -> bool:
