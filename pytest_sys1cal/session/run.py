@@ -22,6 +22,7 @@ from ..codec import Codec
 from ..dataset import Dataset, load_dataset
 from ..errors import InputError, usage_errors
 from ..escape import one_line
+from ..files import written_for
 from ..gates.schema import Thresholds
 from ..measure import Measurer
 from ..models import BUILTIN_ADAPTERS, make_adapter
@@ -209,18 +210,26 @@ class Sys1CalRun:
         """Lock the folder and write the manifest before the first request; a notice when a killed
         recording's lock was taken over."""
         folder, adapter = self.folder, self.adapter
-        notice = folder.start_recording(
-            self.dataset, self.repeats, folder.questions, adapter.settings(), adapter.base_url, adapter.model_id
-        )
-        if self.shard is not None:  # a shard says what it holds from the start: a killed one is seen as unfinished
-            leave_manifest(
-                folder,
-                self.shard,
-                None,
-                self.settings.seed,
-                self.advice.whole_shard(),
-                fresh=folder.record_mode == "all",
+        try:
+            notice = folder.start_recording(
+                self.dataset, self.repeats, folder.questions, adapter.settings(), adapter.base_url, adapter.model_id
             )
+            if self.shard is not None:  # a shard says what it holds from the start: a killed one is unfinished
+                leave_manifest(
+                    folder,
+                    self.shard,
+                    None,
+                    self.settings.seed,
+                    self.advice.whole_shard(),
+                    fresh=folder.record_mode == "all",
+                )
+        except OSError as exc:  # a full or read-only disk: refused in one line before any request is sent
+            folder.release()
+            failed = self._shown(written_for(exc, folder.path) or folder.path)
+            raise InputError(
+                f"cannot start recording: {failed} could not be written ({exc.strerror or type(exc).__name__}); "
+                "nothing was sent. Free space there, or record into another folder with --sys1cal-cassettes=DIR"
+            ) from None
         return notice
 
     # ------------------------------------------------------------------ controller: rows, report
