@@ -215,21 +215,11 @@ class Sys1CalRun:
                 self.dataset, self.repeats, folder.questions, adapter.settings(), adapter.base_url, adapter.model_id
             )
             if self.shard is not None:  # a shard says what it holds from the start: a killed one is unfinished
-                leave_manifest(
-                    folder,
-                    self.shard,
-                    None,
-                    self.settings.seed,
-                    self.advice.whole_shard(),
-                    fresh=folder.record_mode == "all",
-                )
+                whole, fresh = self.advice.whole_shard(), folder.record_mode == "all"
+                leave_manifest(folder, self.shard, None, self.settings.seed, whole, fresh=fresh)
         except OSError as exc:  # a full or read-only disk: refused in one line before any request is sent
             folder.release()
-            failed = self._shown(written_for(exc, folder.path) or folder.path)
-            raise InputError(
-                f"cannot start recording: {failed} could not be written ({exc.strerror or type(exc).__name__}); "
-                "nothing was sent. Free space there, or record into another folder with --sys1cal-cassettes=DIR"
-            ) from None
+            raise _cannot_start(exc, self._shown(written_for(exc, folder.path) or folder.path)) from None
         return notice
 
     # ------------------------------------------------------------------ controller: rows, report
@@ -403,3 +393,10 @@ def looker_of(run: Sys1CalRun, controller: bool) -> Looker | None:
     if run.rounds is None or not run.rounds.recording or not controller or run.recording is None:
         return None
     return Looker(run.rounds, run, run.recording.say, requests_by_problem(run.dataset, run.measurer.codec))
+
+
+def _cannot_start(exc: OSError, failed: str) -> InputError:
+    return InputError(
+        f"cannot start recording: {failed} could not be written ({exc.strerror or type(exc).__name__}); nothing "
+        "was sent. Free space there, or record into another folder with --sys1cal-cassettes=DIR"
+    )

@@ -87,7 +87,9 @@ def test_a_disk_full_from_the_start_refuses_in_one_line_before_any_request(tmp_p
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, output[-3000:]
     assert "Traceback" not in output and "INTERNALERROR" not in output
     manifest = Path("tiny") / "cassettes" / "systemone" / "jev-latest" / "manifest.json"
-    assert f"cannot start recording: {manifest} could not be written (No space left on device); nothing was sent" in output
+    assert (
+        f"cannot start recording: {manifest} could not be written (No space left on device); nothing was sent" in output
+    )
     assert "--sys1cal-cassettes=DIR" in output
     folder = one_page_disk / "cassettes" / "systemone" / "jev-latest"
     assert folder.is_dir() and not (folder / LOCK_NAME).exists()  # the lock it took is released
