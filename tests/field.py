@@ -20,6 +20,16 @@ def subset(path: Path, count: int, start: int = 0) -> list[Rendering]:
     return chosen
 
 
+def first_problems(path: Path, problems: int) -> Path:
+    """The renderings of the bundled dataset's first `problems` latent problems, as a dataset file of their own."""
+    dataset = load_dataset("sys1cal-v1")
+    wanted = set(list(dict.fromkeys(r.latent_instance_id for r in dataset.renderings))[:problems])
+    source = dataset.path.read_text(encoding="utf-8").splitlines()
+    chosen = [r for r in dataset.renderings if r.latent_instance_id in wanted]
+    path.write_text("".join(source[r.line - 1] + "\n" for r in chosen), encoding="utf-8")
+    return path
+
+
 def tree_hashes(root: Path) -> dict[str, str]:
     """The sha256 of every file under `root` and the name of every folder (an empty one included), by path:
     two snapshots are equal only when nothing under `root` was written, created, removed or renamed."""

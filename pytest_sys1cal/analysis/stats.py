@@ -68,8 +68,8 @@ class Clusters:
         """(resamples, J) multiplicities of a bootstrap that draws J latent problems with replacement."""
         j = self.count
         draws = rng.integers(0, j, size=(resamples, j))
-        flat = (draws + j * np.arange(resamples)[:, None]).ravel()
-        return np.bincount(flat, minlength=resamples * j).reshape(resamples, j).astype(float)
+        draws += j * np.arange(resamples)[:, None]  # in place: one large array fewer to allocate and fault in
+        return np.bincount(draws.ravel(), minlength=resamples * j).reshape(resamples, j).astype(float)
 
 
 def require_latents(count: int, minimum: int = 2) -> None:

@@ -23,7 +23,7 @@ import jevcompat.mock as jevcompat
 import pytest
 import yaml
 
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
+from tests.runs import sys1cal
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_a_noisier_candidate_fails_per_call_and_a_deterministic_one_passes(pytes
     def record(version: str, noise: float, *more: str) -> pytest.RunResult:
         prod.server.RequestHandlerClass.cfg.noise = noise
         prod.server.RequestHandlerClass.cfg.rng.seed(0)
-        return pytester.runpytest("--sys1cal", *QUIET, *common, f"--sys1cal-model-version={version}",
+        return sys1cal(pytester, *common, f"--sys1cal-model-version={version}",
                                   "--sys1cal-model-id=prod", "--sys1cal-record-mode=once",
                                   f"--sys1cal-report={version}.json", *more)  # fmt: skip
 
@@ -78,9 +78,9 @@ def test_a_noisier_candidate_fails_per_call_and_a_deterministic_one_passes(pytes
     assert gates["reading"] == "call" and gates["noul"]["min_mean_ovl"] <= call < gates["noul"]["min_mean_ovl"] + 0.05
 
     # The replay sends the id v1 was recorded under, with no id given; another id is refused before anything runs.
-    replay = pytester.runpytest("--sys1cal", *QUIET, *common, "--sys1cal-model-version=v1")
+    replay = sys1cal(pytester, *common, "--sys1cal-model-version=v1")
     assert replay.ret == pytest.ExitCode.OK, replay.stdout.str()[-3000:]
-    other = pytester.runpytest("--sys1cal", *QUIET, *common, "--sys1cal-model-version=v1", "--sys1cal-model-id=staging")
+    other = sys1cal(pytester, *common, "--sys1cal-model-version=v1", "--sys1cal-model-id=staging")
     assert other.ret == pytest.ExitCode.USAGE_ERROR
     refused = [line for line in other.stderr.lines if "recorded under the model id 'prod'" in line]
     assert refused == [

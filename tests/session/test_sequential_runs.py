@@ -18,24 +18,16 @@ import httpcore._backends.anyio  # noqa: F401
 import pytest
 
 from pytest_sys1cal.dataset import load_dataset
+from tests.field import first_problems
 from tests.loopback import Behaviour, LoopbackServer
+from tests.runs import CHEAP, QUIET
 
 pytestmark = pytest.mark.e2e  # pytest runs in processes of their own, against loopback servers
 
 RENDERINGS = load_dataset("sys1cal-v1").renderings
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly", "-q")
 PROBLEMS = 30  # enough latent problems for 10 rounds of 3, few enough to record in seconds
 NOISE = 0.3
 WORSE = -1.0  # logit bias of the degraded candidate: a drop in mean OVL of about 0.1, ten times the margin
-
-
-def small(path: Path) -> Path:
-    """A dataset of the first PROBLEMS latent problems, written as a file of its own."""
-    wanted = list(dict.fromkeys(r.latent_instance_id for r in RENDERINGS))[:PROBLEMS]
-    source = load_dataset("sys1cal-v1").path.read_text(encoding="utf-8").splitlines()
-    chosen = [r for r in RENDERINGS if r.latent_instance_id in wanted]
-    path.write_text("".join(source[r.line - 1] + "\n" for r in chosen), encoding="utf-8")
-    return path
 
 
 class Run:
@@ -52,7 +44,7 @@ class Run:
 
 def sys1cal(place: Path, version: str, *args: str, behaviour: Behaviour | None = None) -> Run:
     """pytest --sys1cal on the small dataset in `place`; with `behaviour`, recording from a loopback server."""
-    command = [sys.executable, "-m", "pytest", "--sys1cal", *QUIET, "--model=systemone",
+    command = [sys.executable, "-m", "pytest", "--sys1cal", *QUIET, *CHEAP, "-q", "--model=systemone",
                f"--sys1cal-model-version={version}", f"--sys1cal-dataset={place / 'small.jsonl'}",
                f"--sys1cal-cassettes={place / 'c'}", "--sys1cal-repeats=1", *args]  # fmt: skip
     if behaviour is None:
@@ -67,7 +59,7 @@ def sys1cal(place: Path, version: str, *args: str, behaviour: Behaviour | None =
 def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding the small dataset and a cassette root with the baseline version v1 recorded in full."""
     root = tmp_path_factory.mktemp("sequential")
-    small(root / "small.jsonl")
+    first_problems(root / "small.jsonl", PROBLEMS)
     done = sys1cal(root, "v1", behaviour=Behaviour(noise=NOISE, seed=1))
     assert done.ret == 0, done.out[-3000:]
     return root

@@ -5,30 +5,21 @@ shard; a whole version's folder is never turned into a shard's)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import anyio._backends._asyncio  # noqa: F401  (tests/recording/test_recording.py says why)
 import httpcore._backends.anyio  # noqa: F401
 import pytest
 
 from pytest_sys1cal.dataset import load_dataset
+from tests.field import first_problems
 from tests.loopback import Behaviour, LoopbackServer
+from tests.runs import CHEAP, QUIET
 
 RENDERINGS = load_dataset("sys1cal-v1").renderings
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
-
-
-def small(path: Path, problems: int = 3) -> Path:
-    """A dataset of the first `problems` latent problems, written as a file of its own."""
-    wanted = list(dict.fromkeys(r.latent_instance_id for r in RENDERINGS))[:problems]
-    source = load_dataset("sys1cal-v1").path.read_text(encoding="utf-8").splitlines()
-    chosen = [r for r in RENDERINGS if r.latent_instance_id in wanted]
-    path.write_text("".join(source[r.line - 1] + "\n" for r in chosen), encoding="utf-8")
-    return path
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("--sys1cal", *QUIET, *args)
+    return pytester.runpytest_subprocess("--sys1cal", *QUIET, *CHEAP, *args)
 
 
 def test_a_shard_replays_whole_latent_problems_deselecting_the_rest(pytester: pytest.Pytester) -> None:
@@ -84,7 +75,7 @@ def test_refused_in_one_line(pytester: pytest.Pytester, args: tuple[str, ...], e
 
 
 def test_a_shard_folder_replays_only_as_its_shard(pytester: pytest.Pytester) -> None:
-    dataset = small(pytester.path / "small.jsonl")
+    dataset = first_problems(pytester.path / "small.jsonl", 3)
     common = ("--model=systemone", "--sys1cal-model-version=v1", f"--sys1cal-dataset={dataset}")
     with LoopbackServer.for_renderings(RENDERINGS, Behaviour(bias=0.2)) as server:
         done = run(pytester, *common, f"--sys1cal-base-url={server.url}", "--sys1cal-record-mode=once",
@@ -119,7 +110,7 @@ def test_a_shard_folder_replays_only_as_its_shard(pytester: pytest.Pytester) -> 
 
 def test_a_shard_that_saved_nothing_leaves_nothing(pytester: pytest.Pytester) -> None:
     """Every request refused: the recording saved nothing, so neither manifest nor shard manifest stays."""
-    dataset = small(pytester.path / "small.jsonl", problems=2)
+    dataset = first_problems(pytester.path / "small.jsonl", 2)
     script = [(400, {"Content-Type": "application/json"}, b'{"detail": "no"}')] * 40
     with LoopbackServer.for_renderings(RENDERINGS, Behaviour(script=script)) as server:
         done = run(pytester, "--model=systemone", "--sys1cal-model-version=v1", f"--sys1cal-dataset={dataset}",

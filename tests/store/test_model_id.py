@@ -13,7 +13,7 @@ from pathlib import Path
 import jevcompat.mock as jevcompat
 import pytest
 
-QUIET = ("-p", "no:cacheprovider", "-p", "no:randomly")
+from tests.runs import CHEAP, QUIET
 
 
 @pytest.fixture
@@ -39,6 +39,7 @@ def common(pytester: pytest.Pytester, served) -> tuple[str, ...]:
     return (
         "--sys1cal",
         *QUIET,
+        *CHEAP,
         "--sys1cal-model=systemone",
         f"--sys1cal-base-url={served.url}",
         "--sys1cal-dataset=fresh.jsonl",
@@ -105,6 +106,6 @@ def test_without_an_id_nothing_recorded_moves_and_an_id_equal_to_the_version_is_
 
 @pytest.mark.parametrize("given", ["my model", "prod\nx", "x" * 201])
 def test_an_id_that_cannot_be_sent_as_meant_is_a_usage_error(pytester: pytest.Pytester, given: str) -> None:
-    result = pytester.runpytest("--sys1cal", *QUIET, "--model=systemone", f"--sys1cal-model-id={given}")
+    result = pytester.runpytest("--sys1cal", *QUIET, *CHEAP, "--model=systemone", f"--sys1cal-model-id={given}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "a model id is printable text of at most 200 characters without spaces" in result.stderr.str()
