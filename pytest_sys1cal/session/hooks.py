@@ -27,6 +27,8 @@ from .sequential import arrange
 from .sharding import keep_problems
 from .signals import worker_pid
 
+CRASHED = "???"  # the phase of the report xdist's controller makes for an item whose worker crashed
+
 
 def start(config: pytest.Config) -> None:
     """The run of this process (the controller resolves the settings once; an xdist worker gets them through
@@ -155,6 +157,14 @@ class ActiveRun:
         if self.controller and row is not None and report.when in ("setup", "call"):
             self.run.add_result(ResultRow.from_wire(row))
             del report.sys1cal  # pytest keeps every report until the end; the run keeps the row
+        elif self.controller and report.when == CRASHED:
+            # An xdist worker died on a rendering (killed, out of memory): no row will come from it. A failed row
+            # counts it as not measured, and completes its round in a recording in rounds, whose look the other
+            # workers wait for.
+            run = self.run
+            why = one_line(run.redactor.text(str(report.longrepr or "its xdist worker crashed").splitlines()[0]))
+            for rendering in renderings_of_nodeids([report.nodeid], run.settings.model, run.dataset):
+                run.add_result(ResultRow.failed(rendering, why[:500]))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

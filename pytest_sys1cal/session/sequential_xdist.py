@@ -40,6 +40,19 @@ def scheduler(config: pytest.Config, log: Any) -> Any:
             if wanted > 0:
                 self._send_tests(node, wanted)
 
+        def remove_node(self, node: Any) -> Any:
+            """A crashed worker's items after the one it crashed on go back to the *front* of the queue (xdist
+            appends them): their round cannot be looked at without them, and the items ahead of them, of later
+            rounds, would wait for that look forever."""
+            held = self.node2pending.pop(node)
+            if not held:
+                return None
+            crashed = self.collection[held.pop(0)]
+            self.pending[:0] = held
+            for other in self.node2pending:
+                self.check_schedule(other)
+            return crashed
+
         def stop(self) -> None:
             """The looks decided: nothing more is sent, and each worker finishes what it holds."""
             self.pending.clear()

@@ -7,6 +7,7 @@ the refusals are one line each."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from fnmatch import fnmatch
@@ -143,6 +144,38 @@ def test_an_aa_pair_does_not_fail_and_xdist_stops_at_the_same_round(place: Path)
     two = report(place / "aa2.json")
     assert workers.requests == alone.requests, workers.out[-3000:]
     assert verdicts(two) == verdicts(data) and two["sequential"]["round"] == data["sequential"]["round"]
+
+
+CRASH = """import os
+
+
+def pytest_runtest_call(item):  # the worker measuring this rendering dies, as one killed for its memory would
+    if hasattr(item.config, "workerinput") and item.nodeid.endswith("[bayes/bayes__seed_000048__repr_prose]"):
+        os._exit(9)
+"""
+
+
+def test_a_worker_that_dies_mid_round_neither_hangs_the_rounds_nor_leaves_the_count(
+    place: Path, tmp_path: Path
+) -> None:
+    """xdist puts a crashed worker's other items at the back of its queue, behind later rounds' items that wait
+    for a look only those items complete: the rounds used to wait forever. Now they go back to the front, and
+    the rendering it died on counts as not measured (a failed row), so its round is looked at."""
+    crashing = tmp_path / "crashing"
+    shutil.copytree(place / "c" / "systemone" / "v1", crashing / "c" / "systemone" / "v1")
+    shutil.copy(place / "small.jsonl", crashing / "small.jsonl")
+    (crashing / "conftest.py").write_text(CRASH, encoding="utf-8")
+    worse = Behaviour(noise=NOISE, seed=2, bias=WORSE)
+    done = sys1cal(crashing, "w", "--sys1cal-baseline=v1", "--sys1cal-sequential", "-n", "2",
+                   f"--sys1cal-report={crashing / 'w.json'}", behaviour=worse)  # fmt: skip
+    assert done.ret == pytest.ExitCode.TESTS_FAILED, done.out[-3000:]
+    died = "FAILED sys1cal::systemone[bayes/bayes__seed_000048__repr_prose] - worker 'gw"
+    assert len(done.lines(died)) == 1, done.out[-3000:]  # pytest's own line for the crash
+    data = report(crashing / "w.json")
+    assert data["counts"]["failed"] == 1 and data["sequential"]["decided"]
+    assert verdicts(data) == dict.fromkeys(verdicts(data), "FAILED") and len(verdicts(data)) == 3
+    assert "pytest's closing line counts 4 failed: these gates and the 1 rendering(s) not measured" in done.out
+    assert "4 failed" in done.out.splitlines()[-1]
 
 
 @pytest.mark.parametrize(
