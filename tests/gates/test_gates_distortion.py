@@ -26,6 +26,7 @@ import pytest
 
 from pytest_sys1cal.analysis import analyze
 from pytest_sys1cal.dataset import load_dataset
+from pytest_sys1cal.defaults import RECALIBRATION_SPLITS
 from pytest_sys1cal.document import report_document
 from pytest_sys1cal.gates.config import parse_thresholds
 from pytest_sys1cal.models.base import WireResponse
@@ -362,7 +363,9 @@ class Simulator:
         server.server.server_close()  # never started: only its answer() is used
         return server
 
-    def record(self, behaviour: Behaviour, repeats: int) -> dict[str, Any]:
+    def record(self, behaviour: Behaviour, repeats: int, splits: int = RECALIBRATION_SPLITS) -> dict[str, Any]:
+        """A report of one simulated recording; `splits`: the held-out recalibration's (1 where only the
+        items are read: the upgrade comparison pairs them, and the splits cost most of the analysis)."""
         server = LoopbackServer(self.p_star_by_state, behaviour)
         server.server.server_close()  # never started: only its answer() is used
         items = []
@@ -372,7 +375,7 @@ class Simulator:
                 responses = [WireResponse(200, {}, json.dumps(server.answer(r.body)).encode()) for r in requests]
                 samples.append(self.adapter.parse(self.questions, responses))
             items.append(ResultRow.measured(rendering, samples))
-        analysis = analyze(analysis_rows(items, DATASET), seed=0, bootstrap=0)
+        analysis = analyze(analysis_rows(items, DATASET), seed=0, bootstrap=0, recalibration_splits=splits)
         return report_document(
             model={"name": "systemone", "version": VERSION, "source": "recorded"},
             dataset={"name": DATASET.name, "sha256": DATASET.sha256},
@@ -423,9 +426,9 @@ def test_baseline_gate_error_rates_under_noise() -> None:
     worse: list[list[str]] = []  # verdicts of a recording with the 0.03 drop against the first
     differences = []
     for trial in range(SIM_TRIALS):
-        baseline = simulator.record(Behaviour(noise=SIM_NOISE, seed=3 * trial), SIM_REPEATS)
-        again = simulator.record(Behaviour(noise=SIM_NOISE, seed=3 * trial + 1), SIM_REPEATS)
-        dropped = simulator.record(Behaviour(noise=SIM_NOISE, bias=bias, seed=3 * trial + 2), SIM_REPEATS)
+        baseline = simulator.record(Behaviour(noise=SIM_NOISE, seed=3 * trial), SIM_REPEATS, splits=1)
+        again = simulator.record(Behaviour(noise=SIM_NOISE, seed=3 * trial + 1), SIM_REPEATS, splits=1)
+        dropped = simulator.record(Behaviour(noise=SIM_NOISE, bias=bias, seed=3 * trial + 2), SIM_REPEATS, splits=1)
         # explain=False: the verdicts alone (the diagnosis never changes one, and would cost most of the time)
         same.append([row.verdict for row in evaluate_upgrade(thresholds, again, baseline, seed=trial, explain=False)])
         rows = evaluate_upgrade(thresholds, dropped, baseline, seed=trial, explain=False)
