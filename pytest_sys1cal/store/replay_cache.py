@@ -24,6 +24,8 @@ import json
 import math
 import os
 import secrets
+import shutil
+import time
 from array import array
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 CACHE_NAME = "sys1cal-replay"  # the folder under pytest's cache dir (config.cache.mkdir)
 HEADER = "# sys1cal replay cache "  # a segment's first line, then its stamp as JSON
 MAX_SEGMENTS = 8
+STALE_DAYS = 14  # a stamp's folder that no replay has read or written for this long is removed
 FLUSH_EVERY = 8192  # new entries held in memory before they are written as a segment
 NO_DIGESTS = "-"  # the answers field of an entry for a folder whose manifest keeps no digests
 SUM_TOLERANCE = 1e-9  # a cached distribution was renormalised by its parse: it sums to 1 but for rounding
@@ -69,6 +72,7 @@ class ReplayCache:
     replayed), and the entries this process derived, written as one segment when it ends."""
 
     def __init__(self, root: Path, stamp: Mapping[str, Any], stamp_key: str, repeats: int, questions: Sequence[str]):
+        self.root = root
         self.folder = root / stamp_key[:32]
         self._header = HEADER + json.dumps(dict(stamp), sort_keys=True, separators=(",", ":"))
         self._repeats = repeats
@@ -108,6 +112,17 @@ class ReplayCache:
         self._new = []
         with contextlib.suppress(OSError):
             write_atomic(self.folder / f"{os.getpid()}-{secrets.token_hex(4)}.tsv", text)
+        self._prune()
+
+    def _prune(self) -> None:
+        """Remove the other stamps' folders that no replay has used for STALE_DAYS: every edit of the plugin's
+        source, upgrade or new adapter setting starts a stamp, and nothing else would ever remove the old ones."""
+        stale = time.time() - STALE_DAYS * 86400
+        with contextlib.suppress(OSError):
+            for other in self.root.iterdir():
+                named = len(other.name) == 32 and all(c in "0123456789abcdef" for c in other.name)  # a stamp's
+                if named and other != self.folder and other.is_dir() and other.stat().st_mtime < stale:
+                    shutil.rmtree(other, ignore_errors=True)
 
     def _load(self) -> dict[str, str]:
         """Every entry of every segment written for this stamp; a key two segments disagree on is left out."""
@@ -116,6 +131,8 @@ class ReplayCache:
         read: list[Path] = []
         try:
             segments = sorted(path for path in self.folder.glob("*.tsv") if not path.name.startswith("."))
+            if segments:
+                os.utime(self.folder)  # used: its mtime is what tells a stale stamp (`_prune`)
         except OSError:
             return entries
         for path in segments:

@@ -5,6 +5,8 @@ leave every entry readable (store/replay_cache.py)."""
 from __future__ import annotations
 
 import multiprocessing
+import os
+import time
 from array import array
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,13 @@ from pytest_sys1cal.redact import Redactor
 from pytest_sys1cal.results import ResultRow
 from pytest_sys1cal.store.folder import CassetteFolder
 from pytest_sys1cal.store.replay import CassetteReplay
-from pytest_sys1cal.store.replay_cache import MAX_SEGMENTS, ReplayCache, checked_packed, checked_samples
+from pytest_sys1cal.store.replay_cache import (
+    MAX_SEGMENTS,
+    STALE_DAYS,
+    ReplayCache,
+    checked_packed,
+    checked_samples,
+)
 from tests.runs import REPO
 
 QUESTIONS = ("noul", "choice", "choice_swapped", "score")
@@ -225,3 +233,23 @@ def test_a_manifest_written_anew_leaves_an_old_index_digest_out(tmp_path: Path) 
     folder.write_manifest({"model": "jev", "version": "v1", "replay_index": "ab" * 32, "repeats": 1})
     written = (tmp_path / "jev" / "v1" / "manifest.json").read_text(encoding="utf-8")
     assert "replay_index" not in written and '"repeats": 1' in written
+
+
+def test_a_stamp_no_replay_used_for_two_weeks_is_removed_when_another_is_written(tmp_path: Path) -> None:
+    """Every edit of the plugin's source or new adapter setting starts a stamp; the old ones would pile up."""
+    r = rendering()
+    old, recent, used = "a" * 32, "b" * 32, "c" * 32
+    for stamp in (old, recent, used):
+        cache = ReplayCache(tmp_path, STAMP, stamp + "0" * 32, 1, QUESTIONS)
+        cache.add(key("k"), ResultRow.measured(r, [good_sample()], server_model="m"))
+        cache.flush()
+    (tmp_path / "notes").mkdir()  # not a stamp's folder: never touched
+    weeks_ago = time.time() - (STALE_DAYS + 1) * 86400
+    for name in (old, used, "notes"):
+        os.utime(tmp_path / name, (weeks_ago, weeks_ago))
+    os.utime(tmp_path / recent, (weeks_ago + 2 * 86400,) * 2)  # 13 days: kept
+    assert ReplayCache(tmp_path, STAMP, used + "0" * 32, 1, QUESTIONS).row(r, key("k")) is not None  # read: used
+    fresh = ReplayCache(tmp_path, STAMP, "d" * 64, 1, QUESTIONS)
+    fresh.add(key("k"), ResultRow.measured(r, [good_sample()], server_model="m"))
+    fresh.flush()
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([recent, used, "d" * 32, "notes"])
