@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 FLAGS = [
     "--headless",
     "--no-sandbox",  # root in CI
@@ -52,6 +54,13 @@ FIGURES_JS = """JSON.stringify([...document.querySelectorAll('figure')].map(f =>
 
 def find_chromium() -> str | None:
     return next((path for name in ("chromium", "chromium-browser") if (path := shutil.which(name))), None)
+
+
+CHROMIUM = find_chromium()
+# The mark of a test that opens a page in Chromium: skipped, saying how to get it, where it is absent.
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium; .ci/run installs it)"
+)
 
 
 @dataclass

@@ -11,19 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import find_chromium, open_page
+from tests.browser import CHROMIUM, needs_chromium, open_page
 from tests.reports import golden, shifted_baseline, with_comparison
 
 pytest.importorskip("matplotlib", reason="the HTML report needs the html extra: pip install 'pytest-sys1cal[html]'")
 pytest.importorskip("websocket", reason="the browser is driven with websocket-client (the test extra)")
-CHROMIUM = find_chromium()
 # Drives headless Chromium.
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium; .ci/run installs it)"
-    ),
-]
+pytestmark = [pytest.mark.e2e, needs_chromium]
 
 # The semif run asked the swapped Choice, and the baseline adds the comparison: every figure there is.
 EVERY_FIGURE = [

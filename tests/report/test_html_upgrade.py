@@ -12,16 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import find_chromium, open_page
+from tests.browser import CHROMIUM, needs_chromium, open_page
 from tests.reports import golden, shifted_baseline
 from tests.runs import CHEAP, QUIET, REPO
 from tests.version_roots import BETTER, NEW, OLD, better_version, two_versions
 
 pytest.importorskip("matplotlib", reason="the HTML report needs the html extra: pip install 'pytest-sys1cal[html]'")
-CHROMIUM = find_chromium()
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium; .ci/run installs it)"
-)
 PROBES = {
     # Top to bottom, what a reviewer sees first: the first elements of the page and where they sit.
     "order": "JSON.stringify([...document.querySelectorAll('header > *')].slice(0, 3).map(e => e.id || e.tagName))",

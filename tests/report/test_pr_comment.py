@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import find_chromium, open_page
+from tests.browser import CHROMIUM, needs_chromium, open_page
 from tests.runs import sys1cal
 from tests.version_roots import NEW, OLD, REPO, edit_manifest, two_versions
 
-CHROMIUM = find_chromium()
 COMMENT_WIDTH = 880  # GitHub's comment body column on a desktop browser, in CSS pixels
 # What GitHub's stylesheet does to a comment's tables and code (the parts that decide the width): a table is a
 # scrolling block no wider than the column, cells padded 6px 13px, code at 85 % in a monospace font.
@@ -108,9 +107,7 @@ def test_without_a_baseline_the_heading_says_no_upgrade_comparison_was_made(
     assert "`BASELINE_VERSION`" in comment and "`--sys1cal-baseline=VERSION`" in comment
 
 
-@pytest.mark.skipif(
-    CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium; .ci/run installs it)"
-)
+@needs_chromium
 def test_every_value_column_is_visible_at_githubs_comment_width(
     pytester: pytest.Pytester, root: Path, tmp_path: Path
 ) -> None:

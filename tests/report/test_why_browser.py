@@ -16,20 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import find_chromium, open_page
+from tests.browser import CHROMIUM, needs_chromium, open_page
 from tests.runs import REAL_ANALYSIS, THRESHOLDS, sys1cal
 from tests.version_roots import JEV, OLD
 from tests.why_copies import distorted
 
 pytest.importorskip("matplotlib", reason="the HTML report needs the html extra: pip install 'pytest-sys1cal[html]'")
 pytest.importorskip("websocket", reason="the browser is driven with websocket-client (the test extra)")
-CHROMIUM = find_chromium()
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium; .ci/run installs it)"
-    ),
-]
+pytestmark = [pytest.mark.e2e, needs_chromium]
 DISTORTED = "jev-1.14.0"
 WHY_JS = """JSON.stringify({
   lines: [...document.querySelectorAll('#upgrade-verdict .diagnosis')].map(p => p.textContent),

@@ -223,12 +223,12 @@ def test_the_commands_of_docs_trend_md_work_as_printed_and_its_numbers_are_the_o
 def test_the_page_renders_in_chromium_without_errors_or_requests(trend: dict[str, Any], tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="the page needs the html extra: pip install 'pytest-sys1cal[html]'")
     pytest.importorskip("websocket", reason="the browser is driven with websocket-client (the test extra)")
-    from tests.browser import find_chromium, open_page
+    from tests.browser import CHROMIUM, open_page
     from tests.report.test_html_browser import not_blank
 
-    chromium = find_chromium()
-    if chromium is None:
+    if CHROMIUM is None:
         pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run installs it)")
+    chromium = CHROMIUM
     from pytest_sys1cal.report.trend_html import render_trend_html
 
     page_file = tmp_path / "trend.html"
