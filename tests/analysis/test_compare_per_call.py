@@ -89,6 +89,7 @@ def test_unequal_repeat_noise_is_each_sides_own() -> None:
     assert sigma_delta**2 == pytest.approx(max(sd_d**2 - noise, 0.0), rel=0.25)
 
 
+@pytest.mark.slow  # an error-rate simulation: 200 comparisons
 def test_under_the_null_a_candidate_is_shown_worse_no_more_often_than_alpha() -> None:
     """200 pairs of recordings of one model (logit noise 1.5), the candidate with 3 calls, the baseline with 10:
     with δ₀ = 0 a FAILED verdict is the one-sided test of Δ ≥ 0 at α = 0.05. Read per call it stays near α (200

@@ -73,6 +73,7 @@ def test_the_cap_is_split_evenly_between_the_shards(written: Path, tmp_path: Pat
     assert float(share) * SHARDS <= float(cap)  # never more than the cap in all
 
 
+@pytest.mark.e2e  # bash running the workflow's steps, pytest processes against a loopback server
 def test_the_shard_and_merge_steps_run_in_bash(written: Path, tmp_path: Path) -> None:
     """Each shard's recording step on a runner of its own (a folder with the project's files), its artifact
     carried as upload-artifact then download-artifact with a pattern would, then the merge and gate steps."""

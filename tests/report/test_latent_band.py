@@ -66,6 +66,7 @@ def score_choice_figure(report: dict[str, Any], path: Path) -> str:
     return page[start : page.index("</figure>", start)]
 
 
+@pytest.mark.slow  # two whole HTML reports drawn
 def test_the_score_choice_map_draws_the_band_only_where_the_test_finds_it(tmp_path: Path) -> None:
     found = score_choice_figure(golden("jev"), tmp_path / "jev.html")
     assert BAND_COLOUR in found and "no unspoken mass detected" not in found
