@@ -136,8 +136,10 @@ def fixed_test(structure: Structure, d: np.ndarray, seed: int) -> tuple[str, dic
     """One primitive's fixed-design verdict at level α, as analysis/upgrade.py reaches it (its bootstrap
     p-values), and what its advice reads: Δ̂, n, the bootstrap SE, SD of D and design effect."""
     clusters = structure.clusters
-    counts = clusters.resample_counts(np.random.default_rng(seed), UPGRADE_RESAMPLES)
-    boot = (counts @ clusters.sums(d)) / (counts @ clusters.sizes.astype(float))
+    # The draws Clusters.resample_counts makes (its first and only use of the generator), summed by index
+    # instead of through the count matrix: the same resamples, half the time (the sums differ in rounding only).
+    draws = np.random.default_rng(seed).integers(0, clusters.count, size=(UPGRADE_RESAMPLES, clusters.count))
+    boot = clusters.sums(d)[draws].sum(axis=1) / clusters.sizes.astype(float)[draws].sum(axis=1)
     p_noninferior = (1 + np.sum(boot <= -DROP)) / (boot.size + 1)
     p_worse = (1 + np.sum(boot >= -FAIL_DROP)) / (boot.size + 1)
     verdict = Verdict.FAILED if p_worse <= ALPHA else Verdict.PASSED if p_noninferior <= ALPHA else Verdict.INCONCLUSIVE
