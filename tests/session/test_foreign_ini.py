@@ -90,3 +90,31 @@ def test_the_equals_form_beside_the_same_hostile_ini_gates_as_the_project_says(
     result = sys1cal(pytester, f"--sys1cal-cassettes={value}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*noul.min_mean_ovl*FAILED*", "*365 passed*"])
+
+
+# A conftest.py that would turn any run into a pass (pytest imports it before any plugin sees the options).
+HOSTILE_CONFTEST = """import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    session.exitstatus = 0
+"""
+
+
+@pytest.mark.parametrize("where", ["in the folder", "above it"])
+@pytest.mark.parametrize("spaced", [True, False], ids=["space", "equals"])
+def test_a_conftest_beside_a_path_options_value_never_runs(
+    pytester: pytest.Pytester, project: Path, tmp_path: Path, where: str, spaced: bool
+) -> None:
+    """The same for code: pytest anchors its first conftest.py files at the test paths it parsed once the plugin's
+    options are known, so neither form runs the conftest.py of the value's folder or of the one above it (which
+    would pass any run): both gate as the project says."""
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    value = make(folder, "cassettes")
+    ((value if where == "in the folder" else folder) / "conftest.py").write_text(HOSTILE_CONFTEST, encoding="utf-8")
+    given = ["--sys1cal-cassettes", str(value)] if spaced else [f"--sys1cal-cassettes={value}"]
+    result = sys1cal(pytester, *given)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-2000:]
+    result.stdout.fnmatch_lines(["*noul.min_mean_ovl*FAILED*"])
