@@ -287,10 +287,18 @@ class ShardBlock(TypedDict):
     of_latent_problems: int
 
 
+class Failure(TypedDict):
+    """A rendering that could not be measured, and why (the line its failed item gave, redacted)."""
+
+    instance_id: str
+    error: str
+
+
 class Analysis(TypedDict):
     """What analysis.analyze() computes from the measured renderings: the report's blocks, as it writes them."""
 
     counts: Counts
+    failures: NotRequired[list[Failure]]  # only where a rendering failed: a complete report is unchanged
     calls: NotRequired[CallReading]  # absent in a report written before the per-call reading
     primitives: dict[str, PrimitiveRow]
     by_family: dict[str, GroupRow]

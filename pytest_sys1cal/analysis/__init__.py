@@ -88,7 +88,7 @@ def _analyze(
     latent = LatentData.of(table.mu_score, table.p_choice, table.p_star, table.latent_ids)
     readout_probs = {**probs, "choice": table.p_choice_both_orders}
     decomposition, reliability = decompositions(probs, table.p_star, table.latent_ids, seed=seed, bootstrap=bootstrap)
-    return {
+    analysis: Analysis = {
         "counts": table.counts(),
         "calls": reading,
         "primitives": {
@@ -120,3 +120,6 @@ def _analyze(
         ),
         "items": table.rows(),
     }
+    if table.failed:  # the renderings `counts.failed` counts, and why, for whoever reads the report alone
+        analysis["failures"] = [{"instance_id": instance_id, "error": error} for instance_id, error in table.failed]
+    return analysis

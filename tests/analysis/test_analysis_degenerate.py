@@ -64,6 +64,11 @@ def test_failed_items_are_counted_not_analysed(make_item):
     result = clean(analyze(items))
     assert result["counts"] == {"renderings": 2, "measured": 0, "failed": 2, "latent_problems": 0}
     assert result["uncertainty"]["test"]["p_value"] is None
+    assert result["failures"] == [  # each, and why, for whoever reads the report alone
+        {"instance_id": "bayes__seed_000042__repr_direct", "error": "HTTP 500"},
+        {"instance_id": "bayes__seed_000042__repr_table", "error": "no samples"},
+    ]
+    assert "failures" not in analyze([items[0] | {"error": None, "samples": [{"noul": 0.3}]}])  # none: no key
 
 
 def test_single_latent_problem(make_item):

@@ -7,6 +7,7 @@ the refusals are one line each."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -173,6 +174,12 @@ def test_a_worker_that_dies_mid_round_neither_hangs_the_rounds_nor_leaves_the_co
     assert len(done.lines(died)) == 1, done.out[-3000:]  # pytest's own line for the crash
     data = report(crashing / "w.json")
     assert data["counts"]["failed"] == 1 and data["sequential"]["decided"]
+    (failure,) = data["failures"]
+    assert failure["instance_id"] == "bayes__seed_000048__repr_prose__parallel_primitives", failure
+    assert re.fullmatch(
+        r"worker 'gw\d' crashed while running 'sys1cal::systemone\[bayes/bayes__seed_000048__repr_prose\]'",
+        failure["error"],
+    ), failure
     assert verdicts(data) == dict.fromkeys(verdicts(data), "FAILED") and len(verdicts(data)) == 3
     assert "pytest's closing line counts 4 failed: these gates and the 1 rendering(s) not measured" in done.out
     assert "4 failed" in done.out.splitlines()[-1]
