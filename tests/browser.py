@@ -11,7 +11,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -115,22 +117,36 @@ class Session:
 
 @contextlib.contextmanager
 def chromium(binary: str) -> Iterator[int]:
-    """A headless Chromium with a fresh profile; yields its DevTools port on 127.0.0.1."""
-    with tempfile.TemporaryDirectory(prefix="sys1cal-chromium-") as profile:
-        process = subprocess.Popen(
-            [binary, *FLAGS, f"--user-data-dir={profile}", f"--window-size={WIDTH},{HEIGHT}", "about:blank"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            yield _devtools_port(Path(profile), process)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    """A headless Chromium with a fresh profile; yields its DevTools port on 127.0.0.1. Chromium runs in a
+    process group of its own, ended whole: its helper processes outlive the main one for a moment and keep
+    writing into the profile, which a removal racing them then fails on ("Directory not empty")."""
+    profile = tempfile.mkdtemp(prefix="sys1cal-chromium-")
+    process = subprocess.Popen(
+        [binary, *FLAGS, f"--user-data-dir={profile}", f"--window-size={WIDTH},{HEIGHT}", "about:blank"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        yield _devtools_port(Path(profile), process)
+    finally:
+        _end_group(process)
+        for _attempt in range(50):  # what the helpers wrote as they ended
+            shutil.rmtree(profile, ignore_errors=True)
+            if not os.path.exists(profile):
+                break
+            time.sleep(0.1)
+
+
+def _end_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to Chromium's process group, SIGKILL to what is left of it after 10 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=10)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def _devtools_port(profile: Path, process: subprocess.Popen[bytes]) -> int:
