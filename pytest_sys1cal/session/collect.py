@@ -171,10 +171,15 @@ def row_of(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[N
     row = item.sys1cal_result
     if row is None and report.failed and call.when in ("setup", "call"):
         why = call.excinfo.exconly() if call.excinfo is not None else f"{call.when} failed"
-        redact = item.redactor.text
-        row = ResultRow.failed(item.rendering, one_line(redact(why.splitlines()[0] if why else why))[:500])
+        row = failed_row(item.rendering, why, item.redactor.text)
     item.sys1cal_result = None
     return row
+
+
+def failed_row(rendering: Rendering, why: str, redact: Callable[[str], str]) -> ResultRow:
+    """The failed row of a rendering whose item ended without one: the first line of `why`, redacted, at most
+    500 characters."""
+    return ResultRow.failed(rendering, one_line(redact(why.splitlines()[0] if why else why))[:500])
 
 
 def renderings_of(items: Iterable[pytest.Item | None], measurer: Measurer) -> list[Rendering]:

@@ -17,7 +17,16 @@ from ..redact import redact_log_records
 from ..results import ResultRow
 from ..store.answers import unchecked_notice
 from ..vocabulary import Verdict
-from .collect import MARKER, collect_suite, gate_reports, mark_upgrade, renderings_of, renderings_of_nodeids, row_of
+from .collect import (
+    MARKER,
+    collect_suite,
+    failed_row,
+    gate_reports,
+    mark_upgrade,
+    renderings_of,
+    renderings_of_nodeids,
+    row_of,
+)
 from .ending import finish
 from .interruption import mark_junit, reason_of, showable
 from .node_ids import select_renderings, take_node_ids
@@ -162,9 +171,9 @@ class ActiveRun:
             # counts it as not measured, and completes its round in a recording in rounds, whose look the other
             # workers wait for.
             run = self.run
-            why = one_line(run.redactor.text(str(report.longrepr or "its xdist worker crashed").splitlines()[0]))
+            why = str(report.longrepr or "its xdist worker crashed")
             for rendering in renderings_of_nodeids([report.nodeid], run.settings.model, run.dataset):
-                run.add_result(ResultRow.failed(rendering, why[:500]))
+                run.add_result(failed_row(rendering, why, run.redactor.text))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
