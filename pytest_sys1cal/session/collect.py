@@ -189,9 +189,14 @@ def renderings_of(items: Iterable[pytest.Item | None], measurer: Measurer) -> li
 
 def renderings_of_nodeids(nodeids: Sequence[str], model: str, dataset: Dataset) -> list[Rendering]:
     """The renderings that the node ids (as xdist's workers report their collection) stand for, in order."""
+    rendering_of = nodeid_reader(model, dataset)
+    return [rendering for rendering in map(rendering_of, nodeids) if rendering is not None]
+
+
+def nodeid_reader(model: str, dataset: Dataset) -> Callable[[str], Rendering | None]:
+    """The rendering a node id stands for (None for any other item), the index built once."""
     by_name = {item_name(model, r): r for r in dataset.renderings}
-    names = (nodeid.rsplit("::", 1)[-1] for nodeid in nodeids)
-    return [by_name[name] for name in names if name in by_name]
+    return lambda nodeid: by_name.get(nodeid.rsplit("::", 1)[-1])
 
 
 def gate_reports(

@@ -23,6 +23,7 @@ from .collect import (
     failed_row,
     gate_reports,
     mark_upgrade,
+    nodeid_reader,
     renderings_of,
     renderings_of_nodeids,
     row_of,
@@ -97,7 +98,13 @@ class XdistHooks:
             return None
         from .sequential_xdist import scheduler
 
-        made = scheduler(config, log)
+        rendering_of = nodeid_reader(self.run.settings.model, self.run.dataset)
+
+        def round_of(nodeid: str) -> int:
+            rendering = rendering_of(nodeid)
+            return looker.round_of[rendering.latent_instance_id] if rendering is not None else 0
+
+        made = scheduler(config, log, round_of)
         looker.on_stop = made.stop
         return made
 

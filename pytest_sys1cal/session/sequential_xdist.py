@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,8 +20,9 @@ QUEUE = 2
 POLL = 0.05  # seconds between a waiting worker's looks for the decision
 
 
-def scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist's load scheduling, but with short queues (made here: xdist is imported only under -n)."""
+def scheduler(config: pytest.Config, log: Any, round_of: Callable[[str], int]) -> Any:
+    """xdist's load scheduling, but with short queues (made here: xdist is imported only under -n). `round_of`: the
+    round of the item with a node id (0 for an item of no round)."""
     from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 
     class RoundScheduling(LoadScheduling):
@@ -36,9 +38,17 @@ def scheduler(config: pytest.Config, log: Any) -> Any:
             if not self.pending:
                 node.shutdown()
                 return
-            wanted = QUEUE - len(self.node2pending[node])
-            if wanted > 0:
+            held = self.node2pending[node]
+            wanted = QUEUE - len(held)
+            if wanted > 0 and not self._behind(held):
                 self._send_tests(node, wanted)
+
+        def _behind(self, held: list[int]) -> bool:
+            """Whether the next item is of an earlier round than one the worker holds (a crashed worker's items, put
+            back at the front): queued behind an item that waits for that round's look, it would never run. Another
+            worker (the crashed one's replacement) takes it."""
+            rounds = [round_of(self.collection[index]) for index in held]
+            return bool(rounds) and round_of(self.collection[self.pending[0]]) < max(rounds)
 
         def remove_node(self, node: Any) -> Any:
             """A crashed worker's items after the one it crashed on go back to the *front* of the queue (xdist
