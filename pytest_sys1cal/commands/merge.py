@@ -53,5 +53,17 @@ def main(args: argparse.Namespace) -> int:
         f"merged {merged.shards} shards into {merged.folder}: {merged.written} cassettes written{kept}; its manifest "
         f"lists {merged.listed}, every answer's digest checked against its shard's"
     )
-    print(f"replay and gate it: {merged.replay}")
+    if merged.rounds is None:
+        print(f"replay and gate it: {merged.replay}")
+        return 0
+    held, total, problems = merged.rounds
+    print(
+        f"it holds {held} of {total} rounds whole ({problems} latent problems); look at them with the replay, adding "
+        f"--sys1cal-baseline=VERSION (the version you upgrade from): {merged.replay}"
+    )
+    if merged.next_round is not None:
+        print(
+            f"if that look decides nothing, record round {held + 1} on every shard with its own command again "
+            f"({merged.next_round}), then merge again"
+        )
     return 0

@@ -16,7 +16,7 @@ from ..store.folder import CassetteFolder, folders_under, restore_from_git
 from ..store.lfs import ADVICE, is_pointer
 from ..store.manifest import MANIFEST
 from .node_ids import node_id
-from .options import Settings, argument
+from .options import Settings, argument, flag
 
 
 class Advice:
@@ -48,6 +48,8 @@ class Advice:
         """``pytest --sys1cal`` and the options naming this run's model, version, dataset and cassette root."""
         dataset = self.dataset.name if self.dataset.name in BUNDLED else str(self.dataset.path)
         shard = [argument("shard", self.settings.shard)] if self.settings.shard else []  # the same share
+        if shard and self.settings.sequential:  # its next round, in the order of the same seed
+            shard += [flag("sequential"), argument("seed", self.settings.seed)]
         return [
             "pytest",
             "--sys1cal",

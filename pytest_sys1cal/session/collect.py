@@ -5,7 +5,7 @@ only asks the measurer for its rendering's result."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -240,3 +240,17 @@ def mark_upgrade(config: pytest.Config, comparison: Comparison | None, redact: C
     values = (comparison["headline"], comparison["verdict"], comparison["absolute_gates"]["line"])
     for name, value in zip(UPGRADE_PROPERTIES, values, strict=True):
         xml.add_global_property(name, redact(str(value)))
+
+
+def keep_problems(config: pytest.Config, items: list[pytest.Item], problems: Collection[str]) -> None:
+    """Narrow the collected items, in place, to the benchmark renderings of exactly these latent problems (the
+    rest deselected, as -k deselects; items that are not renderings are left alone)."""
+    wanted = frozenset(problems)
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        outside = isinstance(item, Sys1CalItem) and item.rendering.latent_instance_id not in wanted
+        (dropped if outside else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

@@ -22,6 +22,7 @@ from .collect import (
     collect_suite,
     failed_row,
     gate_reports,
+    keep_problems,
     mark_upgrade,
     nodeid_reader,
     renderings_of,
@@ -34,7 +35,6 @@ from .node_ids import select_renderings, take_node_ids
 from .options import WORKERINPUT_KEY, Settings, resolve_settings
 from .run import Sys1CalRun, rounds_header
 from .sequential import arrange
-from .sharding import keep_problems
 from .signals import worker_pid
 
 CRASHED = "???"  # the phase of the report xdist's controller makes for an item whose worker crashed

@@ -138,8 +138,8 @@ OPTIONS = [
     ),
     Option(
         "--sys1cal-sequential",
-        "upgrade gate in rounds: record the candidate in rounds of whole latent problems (seeded order), stopping once "
-        "the comparison with --sys1cal-baseline is decided (thresholds.yaml's regression.sequential sets the design)",
+        "upgrade gate in rounds of whole latent problems (seeded order), stopping once the comparison with --sys1cal-"
+        "baseline is decided (thresholds.yaml's regression.sequential); with --sys1cal-shard, its part of the next round",
         False,
         type=on_off,
     ),
@@ -359,13 +359,13 @@ def resolve_settings(config: pytest.Config) -> Settings:
             f"{flag('shard')} with {flag('baseline')}: a shard gates nothing, the upgrade gate included; merge the "
             "shards, then compare the merged version with the baseline"
         )
-    if values["sequential"] and not values["baseline"] and not values["shard"]:
-        if config.getoption(BY_FIELD["sequential"].dest):  # from the ini it is in force with a baseline only
-            raise pytest.UsageError(
-                f"{flag('sequential')} without {flag('baseline')}: the rounds stop when the comparison with a baseline "
-                f"is decided; add {flag('baseline')}=VERSION (a recorded version) or a saved report's path, or drop it"
-            )
-        values["sequential"] = False
+    asked = bool(config.getoption(BY_FIELD["sequential"].dest))  # from the ini: in force with a baseline only
+    if asked and not values["baseline"] and not values["shard"]:
+        raise pytest.UsageError(
+            f"{flag('sequential')} without {flag('baseline')}: the rounds stop when the comparison with a baseline "
+            f"is decided; add {flag('baseline')}=VERSION (a recorded version) or a saved report's path, or drop it"
+        )
+    values["sequential"] = values["sequential"] and bool(values["baseline"] or asked)  # a shard: its next round
     given = values["thresholds"]
     if given is None:
         default = where.rootpath / THRESHOLDS_FILE

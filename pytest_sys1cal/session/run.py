@@ -44,7 +44,7 @@ from .outputs import Outputs
 from .sequential import WORKERINPUT_KEY as ROUNDS_KEY
 from .sequential import requests_by_problem, rounds_of_run
 from .sequential_looks import Looker
-from .sharding import check_folder, leave_manifest, shard_run
+from .sharding import SHARD_KEY, check_folder, leave_manifest, shard_run
 from .signals import SignalStop
 
 if TYPE_CHECKING:  # a replay imports none of recording's hooks (hooks.py)
@@ -154,7 +154,7 @@ class Sys1CalRun:
         except InputError as exc:  # a setting the environment sets otherwise than the folder was recorded with
             raise InputError(f"{self.folder.path}: {exc}") from None
         # --sys1cal-shard: this run's share of the latent problems, priced with the settings it will ask
-        self.shard = shard_run(settings.shard, self.dataset, adapter, self.folder.questions)
+        self.shard = shard_run(self.config, settings, self.dataset, adapter, self.folder, self.thresholds)
         if self.controller:
             check_folder(self.folder, self.shard, self.advice.merge_hint())
 
@@ -173,7 +173,12 @@ class Sys1CalRun:
 
     def workerinput(self) -> dict[str, Any]:
         """What an xdist worker needs from the controller's configure: the repeats it decided, the rounds."""
-        return {"sys1cal_repeats": self.repeats, ROUNDS_KEY: self.rounds.to_json() if self.rounds else None}
+        shard = self.shard.rounds.to_json() if self.shard and self.shard.rounds else None
+        return {
+            "sys1cal_repeats": self.repeats,
+            ROUNDS_KEY: self.rounds.to_json() if self.rounds else None,
+            SHARD_KEY: shard,
+        }
 
     def header(self) -> list[str]:
         """The run in three short lines (model and how it is measured; where its answers and questions come from;

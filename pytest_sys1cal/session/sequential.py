@@ -25,9 +25,8 @@ from ..store import sequential_manifest
 from ..store.folder import CassetteFolder
 from ..store.sequential_manifest import RoundsRecorded
 from ..vocabulary import CALL_READING
-from .collect import Sys1CalItem
+from .collect import Sys1CalItem, keep_problems
 from .options import Settings, argument, flag
-from .sharding import keep_problems
 
 WORKERINPUT_KEY = "sys1cal_rounds"
 
@@ -169,11 +168,6 @@ def rounds_in_force(
         return None
     config = thresholds.regression if thresholds is not None else UpgradeConfig()
     where = f"{config.file}'s regression.sequential" if config.file else "the defaults"
-    if settings.shard and settings.sequential:
-        raise RoundsRefused(
-            f"{flag('sequential')} with {flag('shard')}: a shard deals latent problems of the whole dataset, not a "
-            "round's, and gates nothing; record in rounds on one machine, or drop one of the two options"
-        )
     if thresholds is not None and thresholds.reading.value == CALL_READING:
         raise RoundsRefused(
             f"the upgrade gate in rounds with the per-call reading ({thresholds.reading.said()}): rounds are judged on "
@@ -185,9 +179,11 @@ def rounds_in_force(
             f"{what} with {' '.join(selection)}: the rounds are whole latent problems in a seeded order, and a "
             "selection would judge part of them; drop the selection"
         )
+    if settings.shard:  # a shard records its part of a round and looks at nothing: shard_rounds
+        return None
     rounds = designed(config.spending, config.rounds, config.alpha, settings.seed, dataset, recording=False)
     if recorded is not None:
-        _check_same_design(recorded, rounds, settings, folder, where)
+        check_same_design(recorded, rounds, settings, folder, where)
     if settings.recording:
         return Rounds(**{**rounds.__dict__, "recording": True})
     if recorded is None:  # the option on a replay: the folder's recording judged round by round
@@ -232,7 +228,7 @@ def rounds_of_run(
     return replace(rounds, decisions=tempfile.mkdtemp(prefix="sys1cal-rounds-"))
 
 
-def _check_same_design(
+def check_same_design(
     recorded: RoundsRecorded, rounds: Rounds, settings: Settings, folder: CassetteFolder, where: str
 ) -> None:
     """A folder's rounds are judged, and resumed, by the design they were recorded with."""

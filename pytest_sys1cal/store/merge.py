@@ -19,6 +19,7 @@ from .answers import ANSWERS
 from .folder import CassetteFolder
 from .lock import FolderLock
 from .manifest import MANIFEST
+from .sequential_manifest import FIELD
 from .shard_set import MergeRefused, ShardFolder, check_set, find, read_cassettes
 
 # The folder's manifest fields a merge into an existing folder must find as the shards recorded them.
@@ -35,6 +36,8 @@ class Merged:
     kept: int
     listed: int
     replay: str  # the command that replays (and gates) the merged folder
+    rounds: tuple[int, int, int] | None = None  # in rounds: whole rounds held, of how many, their latent problems
+    next_round: str | None = None  # in rounds, before the last: how a shard records its part of the next
 
 
 def merge(given: Sequence[Path], into: Path) -> Merged:
@@ -55,7 +58,11 @@ def merge(given: Sequence[Path], into: Path) -> Merged:
         _write(target, shards, texts, keep)
     finally:
         lock.release()
-    return Merged(target.path, len(shards), len(texts), len(keep), len(keep) + len(texts), _replay(shards[0], into))
+    rounds = first.get(FIELD)
+    held = (rounds["recorded_rounds"], rounds["rounds"], len(rounds["latent_problems"])) if rounds else None
+    after = f"{shards[0].shard.describe()}'s: {shards[0].rerun()}" if held and held[0] < held[1] else None
+    listed = len(keep) + len(texts)
+    return Merged(target.path, len(shards), len(texts), len(keep), listed, _replay(shards[0], into), held, after)
 
 
 def _target(into: Path, first: Mapping[str, Any]) -> CassetteFolder:
@@ -76,6 +83,11 @@ def _target(into: Path, first: Mapping[str, Any]) -> CassetteFolder:
     existing = target.manifest
     if existing is None:
         return target
+    if FIELD in first and FIELD not in existing:
+        raise MergeRefused(
+            f"--into {into}: holds a recording that is not in rounds, and the shards are recorded in rounds: merge "
+            "them into a folder of their own (another cassette root)"
+        )
     if existing["source"] != "recorded":
         raise MergeRefused(
             f"--into {into}: holds {existing['source']} cassettes, which live answers must not be mixed into"
@@ -159,6 +171,8 @@ def merged_manifest(
         "recorded_at": max(times) if times else None,
         ANSWERS: dict(sorted(answers.items())),
     }
+    if FIELD in first:  # shards in rounds: the merged folder holds their whole rounds (checked alike: shard_set)
+        manifest[FIELD] = first[FIELD]
     url = urls.pop() if len(urls) == 1 else None
     if url:
         manifest["base_url"] = url
@@ -169,6 +183,6 @@ def _replay(shard: ShardFolder, into: Path) -> str:
     """The replay of the merged folder: the shards' model, version and dataset, the folder's cassette root."""
     import shlex
 
-    keep = ("--sys1cal-model=", "--sys1cal-model-version=", "--sys1cal-dataset=")
+    keep = ("--sys1cal-model=", "--sys1cal-model-version=", "--sys1cal-dataset=", "--sys1cal-seed=")
     args = [arg for arg in shard.data["command"][2:] if arg.startswith(keep)]
     return shlex.join(["pytest", "--sys1cal", *args, f"--sys1cal-cassettes={into.parent.parent}"])

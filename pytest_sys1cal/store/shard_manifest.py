@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..files import write_atomic
 from ..names import is_plain_name
 from ..vocabulary import SHARD_SCHEMA
+from . import sequential_manifest
 from .manifest import SHA256
 
 SHARD_MANIFEST = "shard.json"
@@ -38,6 +39,7 @@ def build(
     seed: int,
     plugin_version: str,
     command: Sequence[str],
+    sequential: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The shard manifest from the folder's own manifest (as the recording left it) and the shard's facts."""
     wire = {"questions": list(manifest.get("questions") or []), "settings": dict(manifest.get("settings") or {})}
@@ -60,6 +62,7 @@ def build(
         "recorded_at": manifest.get("recorded_at"),
         **({"base_url": manifest["base_url"]} if manifest.get("base_url") else {}),
         "answers": dict(sorted(answers.items())),
+        **({sequential_manifest.FIELD: dict(sequential)} if sequential is not None else {}),
     }
 
 
@@ -184,5 +187,6 @@ _FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "recorded_at": (lambda v: v is None or _text(v), "a UTC time (text) or null"),
     "base_url": (_text, "the server recorded from, without credentials"),
     "answers": (_digests, 'an object {"<family>/<instance id>.json": sha256 of its recorded answers}'),
+    sequential_manifest.FIELD: (sequential_manifest.valid, sequential_manifest.WANTED + ", for a shard in rounds"),
 }
-_OPTIONAL = {"base_url"}
+_OPTIONAL = {"base_url", sequential_manifest.FIELD}

@@ -19,6 +19,7 @@ from ..shards import Shard
 from . import shard_manifest
 from .answers import answers_digest
 from .cassette import Recorded
+from .sequential_manifest import FIELD
 
 # What every shard of one recording must hold alike, in the order a difference is reported.
 SAME = ("dataset", "model", "version", "server_model", "repeats", "seed", "plugin_version", "wire", "partition")
@@ -72,6 +73,12 @@ def check_set(shards: Sequence[ShardFolder]) -> None:
     """One recording, split N ways, every part here once and whole."""
     first = shards[0]
     for other in shards[1:]:
+        if (FIELD in other.data) != (FIELD in first.data):
+            inside, outside = (other, first) if FIELD in other.data else (first, other)
+            raise MergeRefused(
+                f"{outside.label}: field '{FIELD}': missing, but {inside.label} is recorded in rounds: record every "
+                "shard of one matrix alike (each with --sys1cal-sequential, or none)"
+            )
         if other.shard.count != first.shard.count:
             raise MergeRefused(
                 f"{other.label}: field 'shard': one of {other.shard.count} shards, but {first.label} is one of "
@@ -87,6 +94,7 @@ def check_set(shards: Sequence[ShardFolder]) -> None:
     _check_missing(shards)
     for shard in shards:
         _check_whole(shard)
+    _check_rounds(shards)
 
 
 def _shown(value: Any) -> str:
@@ -168,6 +176,44 @@ def _check_whole(shard: ShardFolder) -> None:
             f"{shard.label}: field 'answers': {len(missing)} of {len(names)} renderings of its share not recorded "
             f"(first: {missing[0]}; its run stopped or they failed); re-run it alone, its cassettes resume: "
             f"{shard.rerun()}"
+        )
+
+
+def _check_rounds(shards: Sequence[ShardFolder]) -> None:
+    """Shards in rounds: each holds its part of the same whole rounds of one design, and together exactly those
+    rounds' latent problems (what the merged folder's manifest will say it holds)."""
+    first = shards[0].data.get(FIELD)
+    if first is None:
+        return
+    design = ("spending", "rounds", "alpha", "seed")
+    for shard in shards:
+        theirs = shard.data[FIELD]
+        for key in design:
+            if theirs[key] != first[key]:
+                raise MergeRefused(
+                    f"{shard.label}: field '{FIELD}': {key} {theirs[key]}, but {shards[0].label} has {first[key]}: "
+                    "record every shard of one matrix with the same thresholds.yaml and --sys1cal-seed"
+                )
+    behind = min(shards, key=lambda shard: (shard.data[FIELD]["recorded_rounds"], shard.shard.index))
+    ahead = max(shards, key=lambda shard: (shard.data[FIELD]["recorded_rounds"], -shard.shard.index))
+    held, most, total = (behind.data[FIELD]["recorded_rounds"], ahead.data[FIELD]["recorded_rounds"], first["rounds"])
+    if held == 0:
+        raise MergeRefused(
+            f"{behind.label}: field '{FIELD}': holds no whole round yet; record its part of round 1, its cassettes "
+            f"resume: {behind.rerun()}"
+        )
+    if held != most:
+        raise MergeRefused(
+            f"{behind.label}: field '{FIELD}': holds {held} of {total} rounds, and {ahead.label} holds {most}: a round "
+            f"is whole once every shard's part is; record its part of round {held + 1} (run it again for each round "
+            f"it lacks): {behind.rerun()}"
+        )
+    joined = {problem for shard in shards for problem in shard.data["latent_problems"]}
+    if joined != set(first["latent_problems"]):
+        raise MergeRefused(
+            f"{shards[0].label}: field 'latent_problems': the shards' problems are not rounds 1–{held} of their "
+            f"order ({len(joined)} problems against {len(first['latent_problems'])}): a shard's folder was changed "
+            "by hand; restore it from its artifact, or re-record it"
         )
 
 

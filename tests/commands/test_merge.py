@@ -308,12 +308,51 @@ def test_a_shard_not_recorded_whole_is_refused(recorded: Recorded, tmp_path: Pat
         ({"schema": "sys1cal-shard/9"}, "field 'schema': 'sys1cal-shard/9' is not 'sys1cal-shard/1'"),
         ({"answers": {"bayes/not-ours.json": "0" * 64}}, "field 'answers': bayes/not-ours.json is not among this"),
         ({"version": "../v1"}, "field 'version': '../v1' is not a plain name"),
+        ({"sequential": {"rounds": 0}}, 'field \'sequential\': {"rounds": 0} is not an object {"spending"'),
     ],
 )
 def test_a_damaged_shard_manifest_is_refused(recorded: Recorded, tmp_path: Path, change: dict, expected: str) -> None:
     one, two, three = recorded.copy(tmp_path)
     edit(two, change)
     assert refused(tmp_path, [one, two, three]).startswith(f"{two / 'shard.json'}: {expected}")
+
+
+def problems_of(shard: Path) -> list[str]:
+    return list(json.loads((shard / "shard.json").read_text(encoding="utf-8"))["latent_problems"])
+
+
+def rounds_field(shard: Path, **changes: object) -> dict[str, object]:
+    """A ``sequential`` field holding one round made of the shard's own latent problems (as if recorded in rounds)."""
+    field = {"spending": "obrien-fleming", "rounds": 5, "alpha": 0.05, "seed": 0, "recorded_rounds": 1}
+    return {**field, "latent_problems": problems_of(shard), **changes}
+
+
+def test_shards_in_rounds_and_not_are_refused(recorded: Recorded, tmp_path: Path) -> None:
+    one, two, three = recorded.copy(tmp_path)
+    edit(three, {"sequential": rounds_field(three)})
+    line = refused(tmp_path, [one, two, three])
+    assert line.startswith(
+        f"shard 1 of {COUNT} ({one}): field 'sequential': missing, but shard 3 of {COUNT} ({three}) is recorded in "
+        "rounds: record every shard of one matrix alike"
+    )
+
+
+def test_shards_in_rounds_of_another_design_or_problems_are_refused(recorded: Recorded, tmp_path: Path) -> None:
+    one, two, three = recorded.copy(tmp_path)
+    together = [problem for shard in (one, two, three) for problem in problems_of(shard)]
+    for shard in (one, two):
+        edit(shard, {"sequential": rounds_field(shard, latent_problems=together)})
+    edit(three, {"sequential": rounds_field(three, latent_problems=together, alpha=0.1)})
+    line = refused(tmp_path, [one, two, three])
+    assert line.startswith(f"shard 3 of {COUNT} ({three}): field 'sequential': alpha 0.1, but shard 1 of {COUNT}")
+    edit(three, {"sequential": rounds_field(three, latent_problems=together[1:])})
+    for shard in (one, two):  # every shard's field alike, and one problem more among the shards than in the rounds
+        edit(shard, {"sequential": rounds_field(shard, latent_problems=together[1:])})
+    line = refused(tmp_path, [one, two, three])
+    assert line.startswith(
+        f"shard 1 of {COUNT} ({one}): field 'latent_problems': the shards' problems are not rounds 1–1 of their order "
+        f"({len(together)} problems against {len(together) - 1})"
+    )
 
 
 def test_a_folder_that_is_no_shard_is_refused(recorded: Recorded, tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ def test_the_command_for_recording_elsewhere_keeps_the_k_and_records_only_the_se
             [*shlex.split(printed), "-p", "no:cacheprovider", "-q"],
             cwd=pytester.path, env=environ(TYPESAFE_API_KEY="sk-test"), capture_output=True, text=True, timeout=300,
         )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     elsewhere = root.with_name("cassettes-recorded") / "jev" / "jev-1.13.0"
     recorded = sorted(p for p in elsewhere.rglob("*.json") if p.name != "manifest.json")
     assert len(recorded) == 6 and server.requests == 6

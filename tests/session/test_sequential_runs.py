@@ -147,6 +147,59 @@ def test_an_aa_pair_does_not_fail_and_xdist_stops_at_the_same_round(place: Path)
     assert verdicts(two) == verdicts(data) and two["sequential"]["round"] == data["sequential"]["round"]
 
 
+def merge(place: Path, version: str, *shards: int) -> subprocess.CompletedProcess[str]:
+    folders = [str(place / f"shard-{i}" / "systemone" / version) for i in shards]
+    into = str(place / "c" / "systemone" / version)
+    command = [sys.executable, "-m", "pytest_sys1cal", "merge", *folders, "--into", into]
+    return subprocess.run(command, cwd=place, capture_output=True, text=True, timeout=120)
+
+
+def test_rounds_recorded_as_shards_stop_where_one_machine_stops(place: Path) -> None:
+    """Each round recorded as two shards (the second under -n 2), merged, and looked at by a replay of the merged
+    folder: the same round, verdicts and requests as one machine recording in rounds (the loopback's answers are
+    a function of the question, not of the machine that asks)."""
+    worse = Behaviour(noise=NOISE, seed=2, bias=WORSE)
+    against = "--sys1cal-baseline=v1"
+    alone = sys1cal(place, "one", against, "--sys1cal-sequential", f"--sys1cal-report={place / 'one.json'}",
+                    behaviour=worse)  # fmt: skip
+    one = report(place / "one.json")["sequential"]
+    sent, look = 0, {}
+    for k in range(1, 11):
+        for i in (1, 2):
+            # -v after -q: the header is shown
+            shard = sys1cal(place, "sh", f"--sys1cal-shard={i}/2", "--sys1cal-sequential",
+                            f"--sys1cal-cassettes={place / f'shard-{i}'}", *(("-n", "2") if i == 2 else ()),
+                            "-v", behaviour=worse)  # fmt: skip
+            assert shard.ret == pytest.ExitCode.OK, shard.out[-3000:]
+            (header,) = shard.lines(f"sys1cal: shard {i} of 2 in rounds, recording its part of round {k} of 10")
+            held = json.loads((place / f"shard-{i}" / "systemone" / "sh" / "shard.json").read_text(encoding="utf-8"))
+            assert held["sequential"]["recorded_rounds"] == k  # its part of rounds 1 … k, whole
+            assert f": {len(held['latent_problems'])} of 30 latent problems" in header
+            sent += shard.requests
+            if k == 2 and i == 1:  # shard 2 is a round behind: the merge names it and how to catch up
+                behind = merge(place, "sh", 1, 2)
+                assert behind.returncode == 4 and "Traceback" not in behind.stderr, behind.stderr
+                assert "shard 2 of 2 (" in behind.stderr and "holds 1 of 10 rounds, and shard 1 of 2" in behind.stderr
+                assert "--sys1cal-shard=2/2 --sys1cal-sequential --sys1cal-seed=0" in behind.stderr
+        merged = merge(place, "sh", 1, 2)
+        assert merged.returncode == 0, merged.stderr
+        assert f"it holds {k} of 10 rounds whole ({3 * k} latent problems)" in merged.stdout
+        assert (f"record round {k + 1} on every shard" in merged.stdout) == (k < 10)
+        looked = sys1cal(place, "sh", against, f"--sys1cal-report={place / 'sh.json'}")
+        look = report(place / "sh.json")["sequential"]
+        if look["decided"]:
+            break
+        assert f"(round {k} of 10): Δ = " in looked.out and "not decided yet" in looked.out, looked.out[-3000:]
+    assert alone.ret == looked.ret == pytest.ExitCode.TESTS_FAILED, looked.out[-3000:]
+    assert look["round"] == one["round"] < 10 and look["early"]
+    assert verdicts(report(place / "sh.json")) == verdicts(report(place / "one.json"))
+    assert sent == alone.requests == look["requests"] == one["requests"]
+    # a shard's folder replays its part of the rounds it holds, sending nothing
+    again = sys1cal(place, "sh", "--sys1cal-shard=1/2", f"--sys1cal-cassettes={place / 'shard-1'}", "-v")
+    assert again.ret == pytest.ExitCode.OK, again.out[-3000:]
+    assert again.lines(f"sys1cal: shard 1 of 2 in rounds, its part of the {look['round']} whole rounds of 10")
+
+
 CRASH = """import os
 
 
@@ -194,8 +247,9 @@ def test_a_worker_that_dies_mid_round_neither_hangs_the_rounds_nor_leaves_the_co
             "*--sys1cal-sequential with -k bayes: the rounds are whole latent problems*drop the selection*",
         ),
         (
-            ("--sys1cal-sequential", "--sys1cal-shard=1/2"),
-            "*--sys1cal-sequential with --sys1cal-shard: a shard deals latent problems of the whole dataset*",
+            ("--sys1cal-sequential", "--sys1cal-shard=1/4"),
+            "*4 shards of rounds of 3 latent problems: in rounds every shard records a part of each round, so use at "
+            "most 3 shards, or fewer rounds*",
         ),
         (
             ("--sys1cal-sequential", "--sys1cal-baseline=v1", "--sys1cal-thresholds=call.yaml"),
