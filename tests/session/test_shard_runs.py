@@ -118,3 +118,22 @@ def test_a_shard_that_saved_nothing_leaves_nothing(pytester: pytest.Pytester) ->
                    "--sys1cal-shard=1/2", "--sys1cal-cassettes=s", "--sys1cal-retry-budget=0")  # fmt: skip
     assert done.ret != 0
     assert not (pytester.path / "s").exists() or not any((pytester.path / "s").rglob("*.json"))
+
+
+def test_in_rounds_each_round_is_dealt_among_the_shards_apart(pytester: pytest.Pytester) -> None:
+    """--sys1cal-sequential with --sys1cal-shard (issue 40): a shard recording into an empty folder takes its part of
+    round 1 only; the three parts are disjoint, none empty, and together exactly round 1's latent problems."""
+    from pytest_sys1cal.analysis.sequential_design import Design, problem_order
+
+    order = problem_order([r.latent_instance_id for r in RENDERINGS], seed=0)
+    first_round = set(order[: Design.of(len(order)).ends[0]])
+    problem = {r.short_id: r.latent_instance_id for r in RENDERINGS}
+    parts = []
+    for index in (1, 2, 3):
+        args = (f"--sys1cal-shard={index}/3", "--sys1cal-sequential", "--sys1cal-record-mode=once")
+        done = run(pytester, "--model=systemone", *args, f"--sys1cal-cassettes=shard-{index}", "--co", "-q")
+        assert done.ret == 0, done.stdout.str()[-2000:]
+        ids = [line for line in done.outlines if line.startswith("sys1cal::")]
+        parts.append({problem[node.split("/", 1)[1].rstrip("]")] for node in ids})
+    assert all(parts) and sum(len(part) for part in parts) == len(set().union(*parts))
+    assert set().union(*parts) == first_round
