@@ -1,6 +1,7 @@
 """One pytest item per rendering, under one ``sys1cal`` collector; item names and the mapping from node
 ids back to renderings; and each gate as a test report, so JUnit XML lists it as a test case. An item
-only asks the measurer for its rendering's result."""
+only asks the measurer for its rendering's result. `keep_problems` is the one place that narrows a run to a set
+of whole latent problems (a shard's, a folder's rounds)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """A run of one shard (--sys1cal-shard=I/N): its share of the latent problems (shards.py deals them by the
-plan's priced cost), the items outside it deselected like -k's, what its folder's shard manifest must say
-(store/shard_manifest.py), and the shard manifest it leaves. `keep_problems` is the one place that narrows a
-run to a set of whole latent problems. docs/recording.md, "Recording on many machines"."""
+plan's priced cost; in rounds, each round apart, and the run takes its part of the rounds it holds and the
+next), what its folder's shard manifest must say (store/shard_manifest.py), and the shard manifest it leaves.
+The items outside it are deselected by collect.keep_problems. docs/recording.md, "Recording on many machines"
+and "A round recorded as shards"."""
 
 from __future__ import annotations
 
@@ -192,7 +193,7 @@ def leave_manifest(
 @dataclass(frozen=True)
 class ShardRounds:
     """A shard recorded in rounds (--sys1cal-shard with --sys1cal-sequential, or a shard's folder recorded so):
-    each round's latent problems are dealt among the shards (sharding.py), and this run measures its part of
+    each round's latent problems are dealt among the shards (shard_run), and this run measures its part of
     rounds 1 … `upto`; `held`, what its folder's shard.json says it holds whole (None: nothing yet). No look is
     taken on a shard: the merge joins the shards' parts of whole rounds, and the replay of the merged folder
     looks."""

@@ -355,6 +355,20 @@ def test_shards_in_rounds_of_another_design_or_problems_are_refused(recorded: Re
     )
 
 
+def test_rounds_are_not_merged_into_a_recording_that_is_not_in_rounds(recorded: Recorded, tmp_path: Path) -> None:
+    shards = recorded.copy(tmp_path)
+    into = tmp_path / "out" / MODEL / VERSION
+    assert merge(tmp_path, *shards, "--into", into).returncode == 0  # the whole version, not in rounds
+    together = [problem for shard in shards for problem in problems_of(shard)]
+    for shard in shards:
+        edit(shard, {"sequential": rounds_field(shard, latent_problems=together)})
+    line = refused(tmp_path, shards, into)
+    assert line == (
+        f"--into {into}: holds a recording that is not in rounds, and the shards are recorded in rounds: merge them "
+        "into a folder of their own (another cassette root)"
+    )
+
+
 def test_a_folder_that_is_no_shard_is_refused(recorded: Recorded, tmp_path: Path) -> None:
     one, two, _three = recorded.copy(tmp_path)
     single = recorded.root / "single" / MODEL / VERSION
