@@ -103,14 +103,25 @@ class Looker:
     def look(self, round_number: int) -> None:
         """The comparison after `round_number` whole rounds: said, written into the manifest, acted on."""
         self.looked = round_number
-        standing, problem = self._judge(round_number)
         last = round_number == self.rounds.rounds
-        decided = standing is not None and all(s != CONTINUE for s in standing.values())
-        self.stopped = decided and not last
-        self.say(self._progress(round_number, standing, problem))
-        self._write_manifest(round_number)
-        if self.rounds.decisions is not None:
-            write_atomic(decision_path(self.rounds.decisions, round_number), json.dumps({"go_on": not self.stopped}))
+        go_on = False  # a look that fails stops the rounds: no worker waits on for a decision never written
+        try:
+            standing, problem = self._judge(round_number)
+            decided = standing is not None and all(s != CONTINUE for s in standing.values())
+            self.stopped = decided and not last
+            self.say(self._progress(round_number, standing, problem))
+            try:
+                self._write_manifest(round_number)
+            except OSError as exc:  # a full or read-only disk: nothing more is recorded than can be kept
+                self.stopped = True
+                self.say(
+                    f"sys1cal: round {round_number}: the folder's manifest could not be written ({exc.strerror or exc}): "
+                    "the recording stops here"
+                )
+            go_on = not self.stopped
+        finally:
+            if self.rounds.decisions is not None:  # xdist's workers wait for it (sequential_xdist.may_run)
+                write_atomic(decision_path(self.rounds.decisions, round_number), json.dumps({"go_on": go_on}))
         if self.stopped and self.on_stop is not None:
             self.on_stop()
         if not self.stopped and not last and self.release is not None:
