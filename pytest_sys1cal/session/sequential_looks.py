@@ -53,6 +53,18 @@ def decision_path(folder: str, round_number: int) -> Path:
     return Path(folder) / f"look-{round_number}.json"
 
 
+def _manifest_unwritten(write: Callable[[int], None], round_number: int) -> str | None:
+    """The look's manifest written; if the disk refused it, the line that says so (the recording stops there)."""
+    try:
+        write(round_number)
+    except OSError as exc:
+        return (
+            f"sys1cal: round {round_number}: the folder's manifest could not be written ({exc.strerror or exc}): the "
+            "recording stops here"
+        )
+    return None
+
+
 class Looker:
     """The looks of one recording in rounds. `collected` tells it the renderings each round holds; `row_added`
     each measured one; after the last of a round it looks. `stopped` once every gated primitive is decided."""
@@ -107,17 +119,12 @@ class Looker:
         go_on = False  # a look that fails stops the rounds: no worker waits on for a decision never written
         try:
             standing, problem = self._judge(round_number)
-            decided = standing is not None and all(s != CONTINUE for s in standing.values())
-            self.stopped = decided and not last
+            self.stopped = not last and standing is not None and all(s != CONTINUE for s in standing.values())
             self.say(self._progress(round_number, standing, problem))
-            try:
-                self._write_manifest(round_number)
-            except OSError as exc:  # a full or read-only disk: nothing more is recorded than can be kept
+            unwritten = _manifest_unwritten(self._write_manifest, round_number)
+            if unwritten:  # a full or read-only disk: nothing more is recorded than can be kept
                 self.stopped = True
-                self.say(
-                    f"sys1cal: round {round_number}: the folder's manifest could not be written ({exc.strerror or exc}): "
-                    "the recording stops here"
-                )
+                self.say(unwritten)
             go_on = not self.stopped
         finally:
             if self.rounds.decisions is not None:  # xdist's workers wait for it (sequential_xdist.may_run)
