@@ -17,6 +17,9 @@ def sharded(one_machine: str, project: Project, shards: int) -> str:
     """The one-machine workflow's text with its record job replaced by the matrix and the merge job."""
     head, found, _record = one_machine.partition("\n  record:\n")
     assert found, "the workflow template has a record job"
+    head, found, rest = head.partition("\n\npermissions:\n")
+    assert found, "the workflow template's inputs end before its permissions"
+    head = head + ROUND_INPUTS + found + rest
     env = record_env_lines(project, indent="          ")
     text = (
         SHARDED_JOBS.replace("@SHARDS@", str(shards))
@@ -30,6 +33,19 @@ def sharded(one_machine: str, project: Project, shards: int) -> str:
     )
     return head + "\n" + pin_actions(text)
 
+
+# The dispatch inputs of a recording in rounds (--sys1cal-sequential on every shard, one round per run).
+ROUND_INPUTS = """
+      rounds:
+        description: "Record in rounds against BASELINE_VERSION: each run records one round on every shard, until the merge job says the upgrade is decided"
+        required: false
+        default: false
+        type: boolean
+      previous_run:
+        description: "In rounds, from round 2 on: the id of the run that recorded the round before (the number in its address)"
+        required: false
+        default: ""
+        type: string"""
 
 SHARDED_JOBS = """
   # The recording, on @SHARDS@ machines at once: each shard records its share of the latent problems (whole problems,
@@ -51,9 +67,15 @@ SHARDED_JOBS = """
       fail-fast: false
       matrix:
         shard: [@MATRIX@]
+    # actions: read lets a round download this shard's earlier rounds from the run that recorded them.
+    permissions:
+      contents: read
+      actions: read
     env:
       VERSION: ${{ inputs.version }}
       MAX_COST: ${{ inputs.max_cost }}
+      ROUNDS: ${{ inputs.rounds }}
+      PREVIOUS_RUN: ${{ inputs.previous_run }}
       SHARD: ${{ matrix.shard }}
       SHARDS: "@SHARDS@"
     steps:
@@ -68,6 +90,14 @@ SHARDED_JOBS = """
           fi
           if [[ ! "$MAX_COST" =~ ^[0-9]+([.][0-9]+)?$ ]]; then
             echo "::error::the max_cost input must be a number of dollars, such as 5 or 2.50"
+            exit 1
+          fi
+          if [[ -n "$PREVIOUS_RUN" && ( "$ROUNDS" != "true" || ! "$PREVIOUS_RUN" =~ ^[0-9]{1,20}$ ) ]]; then
+            echo "::error::previous_run is the id of a run that recorded rounds (digits), given with rounds on"
+            exit 1
+          fi
+          if [[ "$ROUNDS" == "true" && ( -z "$BASELINE_VERSION" || "$BASELINE_VERSION" == "$VERSION" ) ]]; then
+            echo "::error::recording in rounds stops when the upgrade gate is decided: set BASELINE_VERSION in the workflow"
             exit 1
           fi
           if ! awk -v cost="$MAX_COST" -v ceiling="$MAX_COST_CEILING" 'BEGIN { exit !(cost + 0 <= ceiling + 0) }'; then
@@ -91,6 +121,15 @@ SHARDED_JOBS = """
       # - name: Install this project
       #   run: python -m pip install -e .
 @CHECK_INI@
+      # In rounds, this shard's earlier rounds come from the run that recorded the round before.
+      - name: Resume the rounds the previous run recorded
+        if: ${{ inputs.rounds && inputs.previous_run != '' }}
+        uses: actions/download-artifact@v7
+        with:
+          name: sys1cal-shard-${{ matrix.shard }}-of-${{ env.SHARDS }}
+          path: cassettes/@MODEL@/${{ env.VERSION }}
+          run-id: ${{ inputs.previous_run }}
+          github-token: ${{ github.token }}
       # A re-run of this shard picks up what an earlier attempt of it uploaded (none on the first attempt).
       - name: Resume what an earlier attempt of this shard recorded
         uses: actions/download-artifact@v7
@@ -98,14 +137,18 @@ SHARDED_JOBS = """
         with:
           name: sys1cal-shard-${{ matrix.shard }}-of-${{ env.SHARDS }}
           path: cassettes/@MODEL@/${{ env.VERSION }}
-      # Records what the shard's folder lacks; a shard gates nothing (the merge job gates the version). The key
-      # is given to this step alone.
+      # Records what the shard's folder lacks (in rounds: its part of the next round); a shard gates nothing (the
+      # merge job gates the version). The key is given to this step alone.
       - name: Record this shard
         env:
           SHARD_COST: ${{ steps.inputs.outputs.shard_cost }}
 @RECORD_ENV@
         run: |
-          pytest --sys1cal "--sys1cal-model-version=$VERSION" --sys1cal-record-mode=once "--sys1cal-shard=$SHARD/$SHARDS" "--sys1cal-max-cost=$SHARD_COST"
+          args=(--sys1cal "--sys1cal-model-version=$VERSION" --sys1cal-record-mode=once "--sys1cal-shard=$SHARD/$SHARDS" "--sys1cal-max-cost=$SHARD_COST")
+          if [[ "$ROUNDS" == "true" ]]; then
+            args+=(--sys1cal-sequential)
+          fi
+          pytest "${args[@]}"
       # Uploaded whatever happened, a failure or a cancel included: what was recorded was paid for, and a re-run
       # resumes from it.
       - name: Upload this shard's cassettes
@@ -160,6 +203,23 @@ SHARDED_JOBS = """
             args+=("--sys1cal-baseline=$BASELINE_VERSION")
           fi
           pytest "${args[@]}"
+      # In rounds: whether the look decided, or what records the next round (the gate step fails until it decides).
+      - name: Say what the rounds need next
+        if: ${{ !cancelled() && inputs.rounds && steps.merge.outcome == 'success' }}
+        run: |
+          said=$(python - "@REPORT@" "$GITHUB_RUN_ID" <<'EOF'
+          import json, sys
+          block = json.load(open(sys.argv[1], encoding="utf-8")).get("sequential") or {}
+          rounds = block.get("design", {}).get("rounds", "?")
+          if block.get("decided"):
+              print(f"Rounds: decided at round {block['round']} of {rounds}: {block['line']}")
+          else:
+              print(f"Rounds: {block.get('round', 0)} of {rounds} recorded, not decided yet: run this workflow again "
+                    f"with rounds on and previous_run {sys.argv[2]} to record the next round.")
+          EOF
+          )
+          echo "$said"
+          echo "$said" >> "$GITHUB_STEP_SUMMARY"
       - name: Upload the merged cassettes
         if: ${{ !cancelled() && steps.merge.outcome == 'success' }}
         uses: actions/upload-artifact@v6
