@@ -166,8 +166,6 @@ def rounds_in_force(
     recorded = None if folder.record_mode == "all" else sequential_manifest.read(folder.manifest)
     if not settings.sequential and (recorded is None or settings.recording):
         return None
-    config = thresholds.regression if thresholds is not None else UpgradeConfig()
-    where = f"{config.file}'s regression.sequential" if config.file else "the defaults"
     if thresholds is not None and thresholds.reading.value == CALL_READING:
         raise RoundsRefused(
             f"the upgrade gate in rounds with the per-call reading ({thresholds.reading.said()}): rounds are judged on "
@@ -181,9 +179,7 @@ def rounds_in_force(
         )
     if settings.shard:  # a shard records its part of a round and looks at nothing: shard_rounds
         return None
-    rounds = designed(config.spending, config.rounds, config.alpha, settings.seed, dataset, recording=False)
-    if recorded is not None:
-        check_same_design(recorded, rounds, settings, folder, where)
+    rounds = design_in_force(settings, dataset, thresholds, recorded, folder)
     if settings.recording:
         return Rounds(**{**rounds.__dict__, "recording": True})
     if recorded is None:  # the option on a replay: the folder's recording judged round by round
@@ -193,12 +189,8 @@ def rounds_in_force(
             f"{folder.path}: recorded in rounds, but no round is whole yet (its recording stopped in the first): "
             f"resume it with {flag('sequential')} and {argument('record_mode', 'once')}"
         )
-    if recorded.latent_problems != rounds.order[: rounds.ends[recorded.recorded_rounds - 1]]:
-        raise RoundsRefused(
-            f"{folder.path}: its manifest's sequential.latent_problems are not the first {recorded.recorded_rounds} "
-            f"rounds of the order seeded {recorded.seed} on {dataset.name}; restore the manifest from version "
-            f"control, or record the folder again ({argument('record_mode', 'all')})"
-        )
+    fix = "restore the manifest from version control, or record the folder again"
+    check_held_problems(recorded, rounds, dataset, f"{folder.path}: its manifest's", fix)
     return Rounds(**{**rounds.__dict__, "keep": recorded.latent_problems})
 
 
@@ -226,6 +218,34 @@ def rounds_of_run(
             "xdist's default load scheduling; drop --dist (or give --dist load)"
         )
     return replace(rounds, decisions=tempfile.mkdtemp(prefix="sys1cal-rounds-"))
+
+
+def design_in_force(
+    settings: Settings,
+    dataset: Dataset,
+    thresholds: Thresholds | None,
+    held: RoundsRecorded | None,
+    folder: CassetteFolder,
+) -> Rounds:
+    """The design of thresholds.yaml's `regression.sequential` (the defaults without one), in the order of this
+    run's seed; a folder's rounds (`held`, when it holds some) must have been recorded with that design."""
+    config = thresholds.regression if thresholds is not None else UpgradeConfig()
+    rounds = designed(config.spending, config.rounds, config.alpha, settings.seed, dataset, recording=False)
+    if held is not None:
+        where = f"{config.file}'s regression.sequential" if config.file else "the defaults"
+        check_same_design(held, rounds, settings, folder, where)
+    return rounds
+
+
+def check_held_problems(held: RoundsRecorded, rounds: Rounds, dataset: Dataset, whose: str, fix: str) -> None:
+    """The latent problems a folder (or a shard's) says its whole rounds hold are the first rounds of the order;
+    `whose` begins the refusal (the file), `fix` says how to mend it."""
+    expected = rounds.order[: rounds.ends[held.recorded_rounds - 1]] if held.recorded_rounds else ()
+    if held.latent_problems != expected:
+        raise RoundsRefused(
+            f"{whose} sequential.latent_problems are not the first {held.recorded_rounds} rounds of the order seeded "
+            f"{held.seed} on {dataset.name}; {fix} ({argument('record_mode', 'all')})"
+        )
 
 
 def check_same_design(

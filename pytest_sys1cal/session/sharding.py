@@ -17,7 +17,7 @@ from .. import __version__
 from ..dataset import Dataset, Rendering
 from ..document import ShardBlock
 from ..errors import InputError
-from ..gates.schema import Thresholds, UpgradeConfig
+from ..gates.schema import Thresholds
 from ..models.base import ModelAdapter
 from ..shards import (
     Partition,
@@ -33,7 +33,7 @@ from ..store import sequential_manifest, shard_manifest
 from ..store.cassette import cassette_name
 from ..store.sequential_manifest import RoundsRecorded
 from .options import Settings, argument, flag
-from .sequential import Rounds, RoundsRefused, check_same_design, designed
+from .sequential import Rounds, RoundsRefused, check_held_problems, design_in_force, designed
 
 if TYPE_CHECKING:
     from ..results import ResultRow
@@ -250,19 +250,11 @@ def shard_rounds(
         return None
     if not settings.recording and held is None:  # the option on a replay of a shard dealt from the whole dataset
         return None
-    upgrade = thresholds.regression if thresholds is not None else UpgradeConfig()
-    where = f"{upgrade.file}'s regression.sequential" if upgrade.file else "the defaults"
-    design = designed(upgrade.spending, upgrade.rounds, upgrade.alpha, settings.seed, dataset, recording=False)
+    design = design_in_force(settings, dataset, thresholds, held, folder)
     path = folder.path / shard_manifest.SHARD_MANIFEST
     if held is not None:
-        check_same_design(held, design, settings, folder, where)
-        expected = design.order[: design.ends[held.recorded_rounds - 1]] if held.recorded_rounds else ()
-        if held.latent_problems != expected:
-            raise RoundsRefused(
-                f"{path}: its sequential.latent_problems are not the first {held.recorded_rounds} rounds of the order "
-                f"seeded {held.seed} on {dataset.name}; restore it from the shard's artifact, or record the shard "
-                f"again ({argument('record_mode', 'all')})"
-            )
+        fix = "restore it from the shard's artifact, or record the shard again"
+        check_held_problems(held, design, dataset, f"{path}: its", fix)
     if settings.recording:
         if folder.record_mode == "all":  # asked afresh: nothing is held
             held = None

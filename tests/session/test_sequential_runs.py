@@ -265,3 +265,22 @@ def test_refused_in_one_line(place: Path, args: tuple[str, ...], expected: str) 
     assert "Traceback" not in done.out
     errors = [line for line in done.out.splitlines() if line.startswith("ERROR")]
     assert len(errors) == 1 and fnmatch(errors[0], expected), done.out[-2000:]
+
+
+def test_a_folder_whose_rounds_are_not_the_first_of_its_order_is_refused(place: Path, tmp_path: Path) -> None:
+    """A manifest edited by hand: its rounds' latent problems are not the seeded order's first round."""
+    shutil.copytree(place / "c" / "systemone" / "v1", tmp_path / "c" / "systemone" / "v1")
+    shutil.copy(place / "small.jsonl", tmp_path / "small.jsonl")
+    data = manifest(place, "v1")
+    data["sequential"] = {"spending": "obrien-fleming", "rounds": 10, "alpha": 0.05, "seed": 0,
+                          "recorded_rounds": 1, "latent_problems": ["not", "its", "order"]}  # fmt: skip
+    (tmp_path / "c" / "systemone" / "v1" / "manifest.json").write_text(json.dumps(data), encoding="utf-8")
+    done = sys1cal(tmp_path, "v1")
+    assert done.ret == pytest.ExitCode.USAGE_ERROR and "Traceback" not in done.out, done.out[-2000:]
+    (error,) = [line for line in done.out.splitlines() if line.startswith("ERROR")]
+    assert fnmatch(
+        error,
+        "ERROR: */c/systemone/v1: its manifest's sequential.latent_problems are not the first 1 rounds of the order "
+        "seeded 0 on small; restore the manifest from version control, or record the folder again "
+        "(--sys1cal-record-mode=all)",
+    ), error
