@@ -33,15 +33,22 @@ def scheduler(config: pytest.Config, log: Any, round_of: Callable[[str], int]) -
             super().schedule()
 
         def check_schedule(self, node: Any, duration: float = 0) -> None:
+            # Every worker, not only the one that asked: a send moves the queue's front, and a worker the front was
+            # kept from (_behind) may take the next item now. Else a worker left holding one item of a later round
+            # would wait for a second (xdist runs an item once it holds the next) that nothing sends it: a hang.
+            for each in [node, *(other for other in self.nodes if other is not node)]:
+                self._fill(each)
+
+        def _fill(self, node: Any) -> None:
+            """Top the worker's queue up to QUEUE items; once nothing is left to send, it finishes what it holds."""
             if node.shutting_down:
-                return
-            if not self.pending:
-                node.shutdown()
                 return
             held = self.node2pending[node]
             wanted = QUEUE - len(held)
-            if wanted > 0 and not self._behind(held):
+            if self.pending and wanted > 0 and not self._behind(held):
                 self._send_tests(node, wanted)
+            if not self.pending:
+                node.shutdown()
 
         def _behind(self, held: list[int]) -> bool:
             """Whether the next item is of an earlier round than one the worker holds (a crashed worker's items, put
@@ -59,8 +66,8 @@ def scheduler(config: pytest.Config, log: Any, round_of: Callable[[str], int]) -
                 return None
             crashed = self.collection[held.pop(0)]
             self.pending[:0] = held
-            for other in self.node2pending:
-                self.check_schedule(other)
+            for other in self.nodes:
+                self._fill(other)
             return crashed
 
         def stop(self) -> None:
