@@ -109,8 +109,11 @@ def draw(structure: Structure, delta: float, rng: np.random.Generator) -> dict[s
     return out
 
 
-def judge(structure: Structure, d: dict[str, np.ndarray], design: Design, seed: int) -> tuple[dict[str, str], int]:
-    """Verdicts and renderings recorded under `design` (one round: the fixed design)."""
+def judge(
+    structure: Structure, d: dict[str, np.ndarray], design: Design, seed: int, counts: np.ndarray
+) -> tuple[dict[str, str], int]:
+    """Verdicts and renderings recorded under `design` (one round: the fixed design); `counts` are the
+    bootstrap's resamples seeded `seed` (the same for every cell and design of a recording, so drawn once)."""
     clusters = structure.clusters
     order = problem_order(structure.ids, seed)
     position = {latent: k for k, latent in enumerate(order)}
@@ -119,8 +122,9 @@ def judge(structure: Structure, d: dict[str, np.ndarray], design: Design, seed: 
     paired = Paired(d=d, clusters=clusters, order=ranked)
     margins = dict.fromkeys(d, Margin(DROP, FAIL_DROP))
     outcome = run_looks(
-        paired, design, margins, recorded=design.problems, alpha=ALPHA, seed=seed, resamples=UPGRADE_RESAMPLES
-    )
+        paired, design, margins, recorded=design.problems, alpha=ALPHA, seed=seed, resamples=UPGRADE_RESAMPLES,
+        counts=counts,
+    )  # fmt: skip
     sizes = clusters.sizes[ranked]
     return outcome.standing, int(sizes[: design.ends[outcome.look - 1]].sum())
 
@@ -241,16 +245,26 @@ class Tally:
     renderings: dict[str, list[int]]
 
 
-def simulate_cell(structure: Structure, delta: float, designs: dict[str, Design], recordings: int, seed: int) -> Tally:
-    tally = Tally(verdicts={name: [] for name in designs}, renderings={name: [] for name in designs})
+def simulate(
+    structure: Structure, cells: list[str], designs: dict[str, Design], recordings: int, seed: int
+) -> dict[str, Tally]:
+    """Per cell, `recordings` recordings, each judged by every design. Recording r of every cell is judged on
+    the seed seed·1,000,003 + r, so its bootstrap resamples are drawn once for all the cells and designs."""
+    tallies = {
+        label: Tally(verdicts={name: [] for name in designs}, renderings={name: [] for name in designs})
+        for label in cells
+    }
     for r in range(recordings):
-        rng = np.random.default_rng([seed, r, int(round(delta * 1e6)) % 2**32])
-        d = draw(structure, delta, rng)
-        for name, design in designs.items():
-            standing, used = judge(structure, d, design, seed=seed * 1_000_003 + r)
-            tally.verdicts[name].append(list(standing.values()))
-            tally.renderings[name].append(used)
-    return tally
+        judged_on = seed * 1_000_003 + r
+        counts = structure.clusters.resample_counts(np.random.default_rng(judged_on), UPGRADE_RESAMPLES)
+        for label in cells:
+            delta = CELLS[label]
+            d = draw(structure, delta, np.random.default_rng([seed, r, int(round(delta * 1e6)) % 2**32]))
+            for name, design in designs.items():
+                standing, used = judge(structure, d, design, judged_on, counts)
+                tallies[label].verdicts[name].append(list(standing.values()))
+                tallies[label].renderings[name].append(used)
+    return tallies
 
 
 def share(hits: np.ndarray) -> tuple[float, float]:
@@ -308,11 +322,11 @@ def main() -> int:
     if options.recordings:
         print("| true Δ | design | false FAILED | false pass | P(passed) | P(FAILED) | P(inconclusive) | requests % |")
         print("|---|---|---|---|---|---|---|---|")
-        for label in options.cells.split(","):
-            delta = CELLS[label]
-            tally = simulate_cell(structure, delta, designs, options.recordings, options.seed)
+        cells = options.cells.split(",")
+        tallies = simulate(structure, cells, designs, options.recordings, options.seed)
+        for label in cells:
             for name in designs:
-                print(row(label, delta, tally, name, n), flush=True)
+                print(row(label, CELLS[label], tallies[label], name, n), flush=True)
     if options.advice:
         print_advice(structure, options)
     print(f"{time.perf_counter() - started:.0f} s")

@@ -1,6 +1,7 @@
 """The project's own tests: plain unit tests for pure modules, pytester runs for plugin behaviour."""
 
 import signal
+from typing import Any
 
 import pytest
 
@@ -46,3 +47,36 @@ def _ctrl_c_reaches_child_runs() -> None:
     non-interactive shell, nohup) had four such runs finish unstopped. Ctrl-C here is then Python's usual."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# Modules whose module-scoped fixtures cost seconds (a wheel built and installed, reports replayed and drawn):
+# under xdist each worker that runs one of their tests builds the fixture again, so they run on one worker.
+ONE_WORKER_MODULES = frozenset({
+    "tests/test_packaging.py",
+    "tests/test_readme_engines.py",
+    "tests/report/test_html_report.py",
+    "tests/report/test_html_upgrade.py",
+    "tests/gates/test_gates_distortion.py",
+    "tests/generate/test_generated_dataset.py",
+})  # fmt: skip
+
+
+def work_unit(nodeid: str) -> str:
+    """What xdist hands a worker at once: the whole module for ONE_WORKER_MODULES, else the test alone."""
+    module = nodeid.split("::", 1)[0]
+    return module if module in ONE_WORKER_MODULES else nodeid
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's load scheduling, with `work_unit`'s units. (`--dist loadgroup` would say it with marks, but xdist
+    3.8 renames node ids the way pytest 9.2 no longer reads, so its groups are split.) Only for `-n`'s own load
+    scheduling: another `--dist` is left as given."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesKeptTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ModulesKeptTogether(config, log)

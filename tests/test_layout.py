@@ -484,3 +484,16 @@ said = "FAILED: " + ", ".join(names)
 """
     found = list(verdict_decisions(ast.parse(source)))
     assert sorted(line for line, _ in found) == [2, 2, 3, 4], found
+
+
+def test_the_modules_kept_on_one_worker_exist_and_share_a_module_fixture() -> None:
+    """tests/conftest.py keeps these on one xdist worker so that their module-scoped fixtures are built once: a
+    renamed file would silently drop out, and one without such a fixture gains nothing from it."""
+    from tests.conftest import ONE_WORKER_MODULES, work_unit
+
+    for module in sorted(ONE_WORKER_MODULES):
+        path = REPO / module
+        assert path.is_file(), module
+        assert 'scope="module"' in path.read_text(encoding="utf-8"), module
+        assert work_unit(f"{module}::test_a[x::y]") == work_unit(f"{module}::test_b") == module
+    assert work_unit("tests/test_plugin.py::test_a") == "tests/test_plugin.py::test_a"

@@ -90,11 +90,14 @@ def interim_looks(paired: Paired, design: Design, margins: Mapping[str, Margin],
 
 
 def final_p_values(
-    paired: Paired, margins: Mapping[str, Margin], seed: int, resamples: int
+    paired: Paired, margins: Mapping[str, Margin], seed: int, resamples: int, counts: np.ndarray | None = None
 ) -> dict[str, dict[str, float]]:
     """The fixed design's bootstrap p-values on every problem (analysis/upgrade.py's, bit for bit: the same
-    seeded latent-problem resamples shared by the primitives, (1 + #{resamples on the wrong side})/(B + 1))."""
-    counts = paired.clusters.resample_counts(np.random.default_rng(seed), resamples)
+    seeded latent-problem resamples shared by the primitives, (1 + #{resamples on the wrong side})/(B + 1)).
+    `counts`: those resamples' counts when the caller already drew them for this seed (a simulation judging
+    many recordings of one set of problems on one seed draws them once)."""
+    if counts is None:
+        counts = paired.clusters.resample_counts(np.random.default_rng(seed), resamples)
     out: dict[str, dict[str, float]] = {test: {} for test in TESTS}
     for prim, d in paired.d.items():
         both = ~np.isnan(d)
@@ -205,24 +208,40 @@ def run_looks(
     alpha: float,
     seed: int,
     resamples: int = UPGRADE_RESAMPLES,
+    counts: np.ndarray | None = None,
 ) -> Outcome:
     """Look after each complete round up to `recorded` problems (an end of a round), stopping at the first
-    look where every measured primitive is decided; at the design's last look the fixed design decides."""
+    look where every measured primitive is decided; at the design's last look the fixed design decides.
+    `counts`: final_p_values'."""
     if recorded not in design.ends:
         raise SequentialError(
             f"{recorded} latent problems are recorded, which is not the end of a round "
             f"(rounds end at {', '.join(map(str, design.ends))}): resume the recording to the end of its round"
         )
     history: list[dict[str, str]] = []
-    for k in range(1, design.ends.index(recorded) + 2):
-        looks = interim_looks(paired, design, margins, k)
+    last = design.ends.index(recorded) + 1
+    # Every look's statistics at once: look k's are the first k of them (cumulative sums, element by element).
+    every = interim_looks(paired, design, margins, last)
+    for k in range(1, last + 1):
+        looks = _first_looks(every, k)
         if k == design.rounds:
-            looks = Looks(**{**looks.__dict__, "final_p": final_p_values(paired, margins, seed, resamples)})
+            looks = Looks(**{**looks.__dict__, "final_p": final_p_values(paired, margins, seed, resamples, counts)})
         standing = standings(looks, design, alpha)
         history.append(standing)
         if all(s != CONTINUE for s in standing.values()):
             return Outcome(look=k, stopped=True, standing=standing, history=history, looks=looks)
     return Outcome(look=len(history), stopped=False, standing=history[-1], history=history, looks=looks)
+
+
+def _first_looks(looks: Looks, k: int) -> Looks:
+    """The statistics of looks 1 … k of `looks`."""
+    return Looks(
+        difference={prim: v[:k] for prim, v in looks.difference.items()},
+        se={prim: v[:k] for prim, v in looks.se.items()},
+        problems={prim: v[:k] for prim, v in looks.problems.items()},
+        statistic={test: {prim: v[:k] for prim, v in by.items()} for test, by in looks.statistic.items()},
+        final_p=None,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- from reports

@@ -10,7 +10,8 @@ records it under
 - each version was recorded under `prod` and says so (manifest, report, verdict `prod (v1) → prod (v3)`); the
   replay sends the recorded id by itself, and a run naming another id is refused in one line.
 
-A fresh 40-problem dataset keeps it to seconds; bench/per_call_readings.py records the bundled 92 problems."""
+A fresh 20-problem dataset keeps it to seconds (at 20 the per-call Score comparison of v3 is inconclusive, Noul and
+Choice FAILED; nothing here reads Score); bench/per_call_readings.py records the bundled 92 problems."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def line_starting(result: pytest.RunResult, start: str) -> str:
 
 def test_a_noisier_candidate_fails_per_call_and_a_deterministic_one_passes(pytester: pytest.Pytester, prod) -> None:
     root = pytester.path
-    assert command("generate", "--seed", "3", "--problems", "40", "--out", "fresh.jsonl", cwd=root).returncode == 0
+    assert command("generate", "--seed", "3", "--problems", "20", "--out", "fresh.jsonl", cwd=root).returncode == 0
     init = command("init", "--model", "systemone", "--version", "v1", "--model-id", "prod", cwd=root)
     assert init.returncode == 0 and 'sys1cal_model_id = "prod"' in init.stdout
     assert yaml.safe_load((root / "thresholds.yaml").read_text()) == {"systemone": {"reading": "call"}}
