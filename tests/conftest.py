@@ -56,6 +56,10 @@ ONE_WORKER_MODULES = frozenset({
     "tests/test_readme_engines.py",
     "tests/report/test_html_report.py",
     "tests/report/test_html_upgrade.py",
+    "tests/report/test_why_browser.py",
+    "tests/test_secrets.py",
+    "tests/session/test_sequential_runs.py",
+    "tests/generate/test_generate.py",
     "tests/gates/test_gates_distortion.py",
     "tests/generate/test_generated_dataset.py",
 })  # fmt: skip

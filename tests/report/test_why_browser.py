@@ -11,13 +11,16 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import subprocess
+import sys
 from html import escape
 from pathlib import Path
 
 import pytest
 
 from tests.browser import CHROMIUM, needs_chromium, open_page
-from tests.runs import REAL_ANALYSIS, THRESHOLDS, sys1cal
+from tests.field import environ
+from tests.runs import QUIET, REAL_ANALYSIS, THRESHOLDS
 from tests.version_roots import JEV, OLD
 from tests.why_copies import distorted
 
@@ -42,23 +45,21 @@ def not_blank(png: bytes) -> tuple[float, int]:
     ).shape[0]
 
 
-@pytest.fixture
-def outputs(pytester: pytest.Pytester, tmp_path: Path) -> Path:
-    root = tmp_path / "cassettes"
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One run for both tests (a pytest subprocess: pytester is one test's), its outputs in the folder returned."""
+    folder = tmp_path_factory.mktemp("why")
+    root = folder / "cassettes"
     shutil.copytree(JEV, root / "jev" / OLD)
     distorted(JEV, root, DISTORTED)
-    result = sys1cal(
-        pytester,
-        *REAL_ANALYSIS,  # the triptych draws the intervals and the consistency band
-        f"--sys1cal-cassettes={root}",
-        f"--sys1cal-thresholds={THRESHOLDS}",
-        f"--sys1cal-model-version={DISTORTED}",
-        f"--sys1cal-baseline={OLD}",
-        f"--sys1cal-html={tmp_path / 'report.html'}",
-        f"--sys1cal-markdown={tmp_path / 'comment.md'}",
-    )
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-2000:]
-    return tmp_path
+    command = [sys.executable, "-m", "pytest", *QUIET, "--sys1cal",
+               *REAL_ANALYSIS,  # the triptych draws the intervals and the consistency band
+               f"--sys1cal-cassettes={root}", f"--sys1cal-thresholds={THRESHOLDS}",
+               f"--sys1cal-model-version={DISTORTED}", f"--sys1cal-baseline={OLD}",
+               f"--sys1cal-html={folder / 'report.html'}", f"--sys1cal-markdown={folder / 'comment.md'}"]  # fmt: skip
+    done = subprocess.run(command, cwd=folder, env=environ(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED, (done.stdout + done.stderr)[-2000:]
+    return folder
 
 
 def test_the_triptych_and_the_diagnosis_in_the_html_report(outputs: Path) -> None:
