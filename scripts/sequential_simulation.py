@@ -34,10 +34,12 @@ beside the 80 % it promises. Seeded throughout: the same arguments print the sam
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
@@ -140,10 +142,8 @@ def fixed_test(structure: Structure, d: np.ndarray, seed: int) -> tuple[str, dic
     """One primitive's fixed-design verdict at level α, as analysis/upgrade.py reaches it (its bootstrap
     p-values), and what its advice reads: Δ̂, n, the bootstrap SE, SD of D and design effect."""
     clusters = structure.clusters
-    # The draws Clusters.resample_counts makes (its first and only use of the generator), summed by index
-    # instead of through the count matrix: the same resamples, half the time (the sums differ in rounding only).
-    draws = np.random.default_rng(seed).integers(0, clusters.count, size=(UPGRADE_RESAMPLES, clusters.count))
-    boot = clusters.sums(d)[draws].sum(axis=1) / clusters.sizes.astype(float)[draws].sum(axis=1)
+    draws, renderings = resamples(seed, clusters.sizes.tobytes())
+    boot = clusters.sums(d)[draws].sum(axis=1) / renderings
     p_noninferior = (1 + np.sum(boot <= -DROP)) / (boot.size + 1)
     p_worse = (1 + np.sum(boot >= -FAIL_DROP)) / (boot.size + 1)
     verdict = Verdict.FAILED if p_worse <= ALPHA else Verdict.PASSED if p_noninferior <= ALPHA else Verdict.INCONCLUSIVE
@@ -158,6 +158,20 @@ def fixed_test(structure: Structure, d: np.ndarray, seed: int) -> tuple[str, dic
     return verdict, measured
 
 
+@functools.lru_cache(maxsize=4)
+def resamples(seed: int, sizes: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The bootstrap's latent-problem draws seeded `seed` over problems of these sizes (int64 bytes), and the
+    renderings each resample holds. They are the draws Clusters.resample_counts makes (its first and only use
+    of the generator), summed by index instead of through the count matrix: the same resamples, half the time
+    (the sums differ in rounding only). Kept for the few calls that ask again: the advice check follows its
+    primitives and cells in step, so every one of them screens recording k on the same draws."""
+    per_problem = np.frombuffer(sizes, dtype=np.int64)
+    count = per_problem.size
+    draws = np.random.default_rng(seed).integers(0, count, size=(UPGRADE_RESAMPLES, count))
+    draws.flags.writeable = False
+    return draws, per_problem.astype(float)[draws].sum(axis=1)
+
+
 def heading_advice(measured: dict, margin: Margin, level: float) -> dict:
     """The size advice analysis/upgrade.py gave before issue 40 (the rule decisive_size replaced there): 80 %
     power at the observed Δ̂ towards the margin it is farther from, n = (z_{1−α} + z_{0.8})²·n·se²/gap², kept
@@ -170,13 +184,16 @@ def heading_advice(measured: dict, margin: Margin, level: float) -> dict:
     return {"towards": towards, "renderings": renderings}
 
 
-def advice_check(structure: Structure, prim: str, delta: float, wanted: int, seed: int, sigma_w: float, repeats: int):
+def advice_check(
+    structure: Structure, prim: str, delta: float, wanted: int, seed: int, sigma_w: float, repeats: int
+) -> Iterator[None]:
     """Follow `wanted` inconclusive fixed-design verdicts of one primitive (gated alone, level α) at true Δ:
     the size analysis/upgrade.py's advice asks for (sized for Δ̂ and the margin it heads for) and the size
     sequential.decisive_size asks for (sized for the worst true Δ), each tried by a fresh recording of that
     many latent problems (or, for the repeats, of the same problems with that many repeats) at the same
-    true Δ. Returns per rule the share decided in either direction, and for the advice the share decided in
-    the direction it heads for."""
+    true Δ. Returns (as its StopIteration's value) per rule the share decided in either direction, and for the
+    advice the share decided in the direction it heads for; yields after each recording screened, so that
+    print_advice can run every check in step."""
     one = Structure(structure.ids, structure.clusters, {prim: structure.noise[prim]})
     sizes = structure.clusters.sizes
     within_sum = 2 * sigma_w**2
@@ -188,6 +205,7 @@ def advice_check(structure: Structure, prim: str, delta: float, wanted: int, see
         rng = np.random.default_rng([seed, 7, tried, int(round(-delta * 1e6))])
         tried += 1
         verdict, measured = fixed_test(one, draw(one, delta, rng)[prim], seed=tried)
+        yield
         if verdict != Verdict.INCONCLUSIVE:
             continue
         found += 1
@@ -220,21 +238,33 @@ def print_advice(structure: Structure, options: argparse.Namespace) -> None:
     print("| primitive | true Δ | inconclusive | old advice: decided | its heading right | problems | "
           "worst-case size: decided | problems | by repeats instead |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
-    for prim in structure.noise:
-        for label in ("−δ₀", "−(δ₀+δ)/2", "−δ"):
-            found, tried, hits, asked = advice_check(
-                structure, prim, CELLS[label], options.advice, options.seed, options.sigma_w, options.repeats
-            )
-            rates = {name: share(np.asarray(v, dtype=float)) if v else (math.nan, math.nan) for name, v in hits.items()}
-            cells = [f"{found} of {tried}"]
-            cells += ["{:.3f} ± {:.3f}".format(*rates["advice"]), "{:.3f} ± {:.3f}".format(*rates["advice_heading"])]
-            cells += [f"{int(np.median(asked['advice']))}", "{:.3f} ± {:.3f}".format(*rates["decisive"])]
-            cells += [f"{int(np.median(asked['decisive']))}"]
-            repeats = hits["decisive_repeats"]
-            cells += [
-                "{:.3f} ± {:.3f} ({} of {})".format(*rates["decisive_repeats"], len(repeats), found) if repeats else "—"
-            ]
-            print(f"| {prim} | {label} | " + " | ".join(cells) + " |", flush=True)
+    checks = {
+        (prim, label): advice_check(
+            structure, prim, CELLS[label], options.advice, options.seed, options.sigma_w, options.repeats
+        )
+        for prim in structure.noise
+        for label in ("−δ₀", "−(δ₀+δ)/2", "−δ")
+    }
+    results = {}
+    while len(results) < len(checks):  # every check one recording further, in turn
+        for key, check in checks.items():
+            if key not in results:
+                try:
+                    next(check)
+                except StopIteration as done:
+                    results[key] = done.value
+    for prim, label in checks:
+        found, tried, hits, asked = results[(prim, label)]
+        rates = {name: share(np.asarray(v, dtype=float)) if v else (math.nan, math.nan) for name, v in hits.items()}
+        cells = [f"{found} of {tried}"]
+        cells += ["{:.3f} ± {:.3f}".format(*rates["advice"]), "{:.3f} ± {:.3f}".format(*rates["advice_heading"])]
+        cells += [f"{int(np.median(asked['advice']))}", "{:.3f} ± {:.3f}".format(*rates["decisive"])]
+        cells += [f"{int(np.median(asked['decisive']))}"]
+        repeats = hits["decisive_repeats"]
+        cells += [
+            "{:.3f} ± {:.3f} ({} of {})".format(*rates["decisive_repeats"], len(repeats), found) if repeats else "—"
+        ]
+        print(f"| {prim} | {label} | " + " | ".join(cells) + " |", flush=True)
 
 
 @dataclass

@@ -13,7 +13,15 @@ import numpy as np
 import pytest
 
 from pytest_sys1cal.analysis.decisive import decisive_size
-from pytest_sys1cal.analysis.sequential import CONTINUE, SequentialError, sequential_compare
+from pytest_sys1cal.analysis.sequential import (
+    CONTINUE,
+    SequentialError,
+    final_p_values,
+    interim_looks,
+    paired_from_reports,
+    run_looks,
+    sequential_compare,
+)
 from pytest_sys1cal.analysis.sequential_design import (
     OBRIEN_FLEMING,
     POCOCK,
@@ -198,6 +206,26 @@ def test_a_recording_that_is_not_the_first_rounds_of_its_order_is_refused(report
     half_round = only_problems(new, set(order[:5]))
     with pytest.raises(SequentialError, match="5 latent problems are recorded, which is not the end of a round"):
         sequential_compare(half_round, base, rounds=10, spending=OBRIEN_FLEMING, seed=3)
+
+
+def test_each_look_is_the_same_computed_alone_or_with_all_and_handed_counts_are_the_seeds(reports) -> None:
+    """run_looks computes every look's statistics at once and slices them, and takes the bootstrap's counts from
+    a caller that drew them already (the simulation): both must be what look k alone and the seed give."""
+    new, base = reports["semif"], reports["typed-gguf"]
+    margins = dict.fromkeys(("noul", "choice", "score"), Margin())
+    paired, recorded, problems = paired_from_reports(new, base, margins, 3)
+    design = Design.of(problems, 10)
+    every = interim_looks(paired, design, margins, design.rounds)
+    for k in range(1, design.rounds + 1):
+        alone = interim_looks(paired, design, margins, k)
+        for field in ("difference", "se", "problems"):
+            for prim, values in getattr(alone, field).items():
+                np.testing.assert_array_equal(values, getattr(every, field)[prim][:k])
+    counts = paired.clusters.resample_counts(np.random.default_rng(3), 2000)
+    assert final_p_values(paired, margins, 3, 2000, counts) == final_p_values(paired, margins, 3, 2000)
+    drawn = run_looks(paired, design, margins, recorded=recorded, alpha=0.05, seed=3, resamples=2000)
+    handed = run_looks(paired, design, margins, recorded=recorded, alpha=0.05, seed=3, resamples=2000, counts=counts)
+    assert (handed.look, handed.history) == (drawn.look, drawn.history) and drawn.stopped
 
 
 # ---------------------------------------------------------------------------------------------- what would decide it
