@@ -71,6 +71,7 @@ def work_unit(nodeid: str) -> str:
     return module if module in ONE_WORKER_MODULES else nodeid
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: the suite also runs without it (-p no:xdist)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist's load scheduling, with `work_unit`'s units. (`--dist loadgroup` would say it with marks, but xdist
     3.8 renames node ids the way pytest 9.2 no longer reads, so its groups are split.) Only for `-n`'s own load

@@ -497,3 +497,17 @@ def test_the_modules_kept_on_one_worker_exist_and_share_a_module_fixture() -> No
         assert 'scope="module"' in path.read_text(encoding="utf-8"), module
         assert work_unit(f"{module}::test_a[x::y]") == work_unit(f"{module}::test_b") == module
     assert work_unit("tests/test_plugin.py::test_a") == "tests/test_plugin.py::test_a"
+
+
+@pytest.mark.e2e
+def test_the_suite_collects_without_xdist() -> None:
+    """The conftest's scheduler hook is xdist's: without xdist (`-p no:xdist`, or not installed) an unknown hook
+    would stop every run before its first test."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "--co", "-q", "tests/test_layout.py"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0 and "tests collected" in done.stdout, (done.stdout + done.stderr)[-2000:]
