@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -227,3 +228,16 @@ def _collect(page: Page, events: list[dict[str, Any]]) -> None:
             page.log_errors.append(f"{params['entry'].get('source')}: {params['entry'].get('text')}")
         elif method == "Network.requestWillBeSent":
             page.requests.append(params["request"]["url"])
+
+
+def not_blank(png: bytes) -> tuple[float, int]:
+    """(share of pixels that are not near-white, distinct colours) of a screenshot. The colours are counted as
+    one 24-bit number a pixel: np.unique over rows of three took most of a browser test's time on a full page."""
+    import numpy as np
+    from matplotlib.image import imread
+
+    pixels = imread(io.BytesIO(png), format="png")[..., :3]
+    inked = float(np.mean(pixels.min(axis=-1) < 0.9))
+    rgb = (pixels * 255).astype(np.uint8).reshape(-1, 3).astype(np.uint32)
+    colours = np.unique(rgb[:, 0] << 16 | rgb[:, 1] << 8 | rgb[:, 2]).size
+    return inked, int(colours)

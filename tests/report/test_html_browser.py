@@ -6,12 +6,11 @@ or matplotlib (the test extra) is missing."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
 
-from tests.browser import CHROMIUM, needs_chromium, open_page
+from tests.browser import CHROMIUM, needs_chromium, not_blank, open_page
 from tests.reports import golden, shifted_baseline, with_comparison
 
 pytest.importorskip("matplotlib", reason="the HTML report needs the html extra: pip install 'pytest-sys1cal[html]'")
@@ -32,17 +31,6 @@ EVERY_FIGURE = [
     "why",
     "family-delta",
 ]
-
-
-def not_blank(png: bytes) -> tuple[float, int]:
-    """(share of pixels that are not near-white, distinct colours) of a screenshot."""
-    import numpy as np
-    from matplotlib.image import imread
-
-    pixels = imread(io.BytesIO(png), format="png")[..., :3]
-    inked = float(np.mean(pixels.min(axis=-1) < 0.9))
-    colours = np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0).shape[0]
-    return inked, colours
 
 
 def test_chromium_renders_every_figure_without_errors_or_requests(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ Skipped, saying why, where Chromium, websocket-client or matplotlib is missing."
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import CHROMIUM, needs_chromium, open_page
+from tests.browser import CHROMIUM, needs_chromium, not_blank, open_page
 from tests.field import environ
 from tests.runs import QUIET, REAL_ANALYSIS, THRESHOLDS
 from tests.version_roots import JEV, OLD
@@ -33,16 +32,6 @@ WHY_JS = """JSON.stringify({
   links: [...document.querySelectorAll('#regressed a')].map(a => [a.getAttribute('href'),
           !!document.getElementById(a.getAttribute('href').slice(1))]),
 })"""
-
-
-def not_blank(png: bytes) -> tuple[float, int]:
-    import numpy as np
-    from matplotlib.image import imread
-
-    pixels = imread(io.BytesIO(png), format="png")[..., :3]
-    return float(np.mean(pixels.min(axis=-1) < 0.9)), np.unique(
-        (pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0
-    ).shape[0]
 
 
 @pytest.fixture(scope="module")
