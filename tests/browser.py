@@ -86,7 +86,10 @@ class Session:
     def __init__(self, ws_url: str):
         import websocket  # websocket-client, the test extra
 
-        self.socket = websocket.create_connection(ws_url, timeout=LOAD_TIMEOUT, suppress_origin=True)
+        # No UTF-8 check of each frame in Python (seconds a screenshot): every message is parsed as JSON anyway.
+        self.socket = websocket.create_connection(
+            ws_url, timeout=LOAD_TIMEOUT, suppress_origin=True, skip_utf8_validation=True
+        )
         self.next_id = 0
         self.events: list[dict[str, Any]] = []
 
