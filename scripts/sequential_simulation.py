@@ -142,7 +142,7 @@ def fixed_test(structure: Structure, d: np.ndarray, seed: int) -> tuple[str, dic
     """One primitive's fixed-design verdict at level α, as analysis/upgrade.py reaches it (its bootstrap
     p-values), and what its advice reads: Δ̂, n, the bootstrap SE, SD of D and design effect."""
     clusters = structure.clusters
-    draws, renderings = resamples(seed, clusters.sizes.tobytes())
+    draws, renderings = resamples(seed, tuple(clusters.sizes.tolist()))
     boot = clusters.sums(d)[draws].sum(axis=1) / renderings
     p_noninferior = (1 + np.sum(boot <= -DROP)) / (boot.size + 1)
     p_worse = (1 + np.sum(boot >= -FAIL_DROP)) / (boot.size + 1)
@@ -159,17 +159,16 @@ def fixed_test(structure: Structure, d: np.ndarray, seed: int) -> tuple[str, dic
 
 
 @functools.lru_cache(maxsize=4)
-def resamples(seed: int, sizes: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """The bootstrap's latent-problem draws seeded `seed` over problems of these sizes (int64 bytes), and the
+def resamples(seed: int, sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The bootstrap's latent-problem draws seeded `seed` over problems of these sizes (renderings each), and the
     renderings each resample holds. They are the draws Clusters.resample_counts makes (its first and only use
     of the generator), summed by index instead of through the count matrix: the same resamples, half the time
     (the sums differ in rounding only). Kept for the few calls that ask again: the advice check follows its
     primitives and cells in step, so every one of them screens recording k on the same draws."""
-    per_problem = np.frombuffer(sizes, dtype=np.int64)
-    count = per_problem.size
+    count = len(sizes)
     draws = np.random.default_rng(seed).integers(0, count, size=(UPGRADE_RESAMPLES, count))
     draws.flags.writeable = False
-    return draws, per_problem.astype(float)[draws].sum(axis=1)
+    return draws, np.asarray(sizes, dtype=float)[draws].sum(axis=1)
 
 
 def heading_advice(measured: dict, margin: Margin, level: float) -> dict:
