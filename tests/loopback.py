@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import socket
+import socketserver
 import threading
 import time
 from collections.abc import Iterable
@@ -56,13 +57,33 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
+# shutdown() returns once serve_forever's loop next wakes: at its default poll of 0.5 s each of the suite's
+# hundreds of servers took up to half a second to stop (about two minutes of test time, idle); at 0.02 s, none.
+POLL_SECONDS = 0.02
+
+
+def server_thread(server: socketserver.BaseServer) -> threading.Thread:
+    """The thread that serves `server` until its shutdown(), which then returns within POLL_SECONDS."""
+    return threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_SECONDS}, daemon=True)
+
+
+def jevcompat_mock(config: Any = None) -> Any:
+    """``with jevcompat_mock(MockConfig(...)) as mock: mock.url`` — jevcompat's `Running`, served by
+    server_thread so that it stops at once."""
+    from jevcompat.mock import Running
+
+    running = Running(config)
+    running.thread = server_thread(running.server)
+    return running
+
+
 class Serving:
     """A test server on a thread of its own, as a context manager: ``with X(...) as server: server.url``.
     A subclass calls serve(handler) in its __init__; the thread starts on entering, the server stops on exit."""
 
     def serve(self, handler: type[BaseHTTPRequestHandler]) -> Server:
         self.server = Server(("127.0.0.1", 0), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = server_thread(self.server)
         return self.server
 
     @property

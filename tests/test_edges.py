@@ -21,7 +21,7 @@ import jevcompat.mock as jevcompat
 import pytest
 
 from pytest_sys1cal.dataset import load_dataset
-from tests.loopback import Behaviour, LoopbackServer
+from tests.loopback import Behaviour, LoopbackServer, jevcompat_mock
 from tests.runs import REPO, run, sys1cal
 
 JEV = REPO / "cassettes" / "jev" / "jev-1.13.0"
@@ -339,7 +339,7 @@ def test_a_recording_that_saved_nothing_leaves_nothing_behind(
     pytester: pytest.Pytester, tmp_path: Path, server: str
 ) -> None:
     root = tmp_path / "fresh"
-    with jevcompat.Running(jevcompat.MockConfig(key="the-right-key")) as mock:
+    with jevcompat_mock(jevcompat.MockConfig(key="the-right-key")) as mock:
         url = mock.url if server == "unauthorised" else "http://127.0.0.1:9"
         result = record_subset(pytester, root, url)
     assert result.ret != pytest.ExitCode.OK
@@ -353,7 +353,7 @@ def test_a_server_reporting_another_model_is_said_out_loud(
 ) -> None:
     summary = tmp_path / "summary.md"
     report = tmp_path / "report.json"
-    with jevcompat.Running(jevcompat.MockConfig()) as mock:
+    with jevcompat_mock(jevcompat.MockConfig()) as mock:
         result = record_subset(pytester, tmp_path / "c", mock.url)
         assert result.ret == pytest.ExitCode.OK
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -506,7 +506,7 @@ def test_the_documented_upgrade_flow_works_verbatim_against_a_jev_wire_server(
     monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | {"jev-1.14.0"})
     reference = snapshot(pytester.path / "cassettes" / "jev" / "jev-1.13.0")
     reports = {"version": tmp_path / "by-version.json", "report": tmp_path / "by-report.json"}
-    with jevcompat.Running(jevcompat.MockConfig()) as mock:
+    with jevcompat_mock(jevcompat.MockConfig()) as mock:
         made = run(pytester, *record[1:], f"--sys1cal-base-url={mock.url}")
     made.stdout.fnmatch_lines(["*recording 365 of 365 renderings*", "*3,650 requests (10 repeats)*"])
     assert made.ret == pytest.ExitCode.TESTS_FAILED  # recorded; the mock's hashes fail the threshold floors

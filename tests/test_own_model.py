@@ -17,6 +17,7 @@ import jevcompat.mock as jevcompat
 import pytest
 import yaml
 
+from tests.loopback import jevcompat_mock
 from tests.runs import sys1cal
 
 VERSIONS = ("team-model-1", "team-model-2")
@@ -28,7 +29,7 @@ def mock(monkeypatch: pytest.MonkeyPatch):
     names = [{"name": v, "description": "a team's model", "release_date": "2026-10-01"} for v in VERSIONS]
     monkeypatch.setattr(jevcompat, "MODELS", jevcompat.MODELS + names)
     monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | set(VERSIONS))
-    with jevcompat.Running(jevcompat.MockConfig(noise=0.3)) as running:
+    with jevcompat_mock(jevcompat.MockConfig(noise=0.3)) as running:
         yield running
 
 

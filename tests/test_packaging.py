@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.loopback import jevcompat_mock
 from tests.runs import REPO
 
 # Builds the wheel and installs it in a fresh virtualenv.
@@ -148,7 +149,7 @@ def test_the_readmes_own_model_path_records_two_versions_of_prod_and_fails_the_n
     monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", {"prod"})
     runs: list[tuple[str, subprocess.CompletedProcess[str]]] = []
     config = jevcompat.MockConfig(noise=3.0)
-    with jevcompat.Running(config) as mock:
+    with jevcompat_mock(config) as mock:
         environ = {
             **os.environ,
             "PATH": f"{installed}{os.pathsep}{os.environ['PATH']}",

@@ -18,6 +18,7 @@ import jevcompat.mock as jevcompat
 import pytest
 import yaml
 
+from tests.loopback import jevcompat_mock
 from tests.runs import REPO, run, sys1cal
 
 
@@ -43,7 +44,7 @@ def test_the_readmes_jev_upgrade_block_works_verbatim(
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-test-readme")
     # jevcompat knows no jev-1.14.0; that is the version the README upgrades to.
     monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | {"jev-1.14.0"})
-    with jevcompat.Running(jevcompat.MockConfig()) as mock:
+    with jevcompat_mock(jevcompat.MockConfig()) as mock:
         monkeypatch.setenv("TYPESAFE_BASE_URL", mock.url)
         recorded = run(pytester, *record[1:], cheap=False)  # the README's commands as written
     text = recorded.stdout.str()

@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from jevcompat.mock import MockConfig, Running
+from jevcompat.mock import MockConfig
 
+from tests.loopback import jevcompat_mock
 from tests.misbehave import ENVIRONMENT, Misbehaving, subset
 from tests.runs import run
 
@@ -40,7 +41,7 @@ def check(folder: Path, url: str, *args: str, env: dict[str, str] | None = None)
 
 def test_a_good_setup_passes_prints_the_plan_and_sends_nothing_billable(tmp_path: Path) -> None:
     config = MockConfig(key=KEY)
-    with Running(config) as mock:
+    with jevcompat_mock(config) as mock:
         done = check(tmp_path, mock.url, "--sys1cal-model-version=mock", env={"SYS1CAL_API_KEY": KEY})
     assert done.returncode == 0, done.stdout[-3000:]
     for line in [
@@ -83,7 +84,7 @@ def test_a_good_setup_passes_prints_the_plan_and_sends_nothing_billable(tmp_path
 )
 def test_each_mistake_is_one_line_and_exit_4(tmp_path: Path, args: list[str], env: dict[str, str], said: str) -> None:
     config = MockConfig(key=KEY)
-    with Running(config) as mock:
+    with jevcompat_mock(config) as mock:
         done = check(tmp_path, mock.url, *args, env=env)
     assert done.returncode == 4, done.stdout[-3000:]
     assert said in done.stdout, done.stdout[-3000:]
@@ -91,7 +92,7 @@ def test_each_mistake_is_one_line_and_exit_4(tmp_path: Path, args: list[str], en
 
 
 def test_jev_without_its_key_is_told_before_anything_is_asked(tmp_path: Path) -> None:
-    with Running(MockConfig()) as mock:
+    with jevcompat_mock(MockConfig()) as mock:
         done = check(tmp_path, mock.url, "--model", "jev")
     assert done.returncode == 4 and "TYPESAFE_API_KEY is not set; export it to record" in done.stdout, done.stdout
 
@@ -108,7 +109,7 @@ def test_a_server_that_is_not_up_is_said_with_what_to_check(tmp_path: Path) -> N
 
 def test_a_server_without_a_model_list_passes_saying_what_was_not_checked(tmp_path: Path) -> None:
     config = MockConfig(faults=frozenset({"models-404"}))
-    with Running(config) as mock:
+    with jevcompat_mock(config) as mock:
         done = check(tmp_path, mock.url, "--sys1cal-model-version=mock")
     assert done.returncode == 0, done.stdout[-3000:]
     assert (
@@ -135,14 +136,14 @@ def test_on_the_openai_compatible_wire_an_unlisted_name_is_shown_not_refused(tmp
 
 
 def test_a_replay_is_not_a_dry_run(tmp_path: Path) -> None:
-    with Running(MockConfig()) as mock:
+    with jevcompat_mock(MockConfig()) as mock:
         done = check(tmp_path, mock.url, "--sys1cal-record-mode=none")
     assert done.returncode == 4
     assert "--sys1cal-dry-run checks a recording, and record mode none only replays" in done.stdout
 
 
 def test_the_dry_run_runs_in_one_process(tmp_path: Path) -> None:
-    with Running(MockConfig()) as mock:
+    with jevcompat_mock(MockConfig()) as mock:
         done = check(tmp_path, mock.url, "-n", "2")
     assert done.returncode == 4 and "--sys1cal-dry-run checks in one process: drop -n (or give -n 0)" in done.stdout
 
@@ -157,7 +158,7 @@ def test_a_model_the_server_serves_but_does_not_list_is_not_refused(tmp_path: Pa
     """The jevcompat mock lists jev-latest and mock and answers jev-1.13.0 too (issue 37): the check says the name
     is not listed and how it decides (the first answer), passes, and the recording it vouched for records."""
     config = MockConfig(key=KEY)
-    with Running(config) as mock:
+    with jevcompat_mock(config) as mock:
         done = check(tmp_path, mock.url, "--sys1cal-model-version=jev-1.13.0", env={"SYS1CAL_API_KEY": KEY})
         assert done.returncode == 0, done.stdout[-3000:]
         assert (

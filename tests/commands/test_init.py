@@ -22,6 +22,7 @@ from pytest_sys1cal.commands.project_files import WORKFLOW, Project, ini_snippet
 from pytest_sys1cal.gates.config import parse_thresholds
 from pytest_sys1cal.report.pr_comment import MARKER
 from tests.degraded import degrade
+from tests.loopback import jevcompat_mock
 from tests.runs import REPO, run
 
 JEV = REPO / "cassettes" / "jev" / "jev-1.13.0"
@@ -462,7 +463,7 @@ def test_the_record_job_runs_as_printed_against_a_jev_wire_server(
     monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | {"jev-1.14.0"})
     flow = workflow(pytester.path)
     flow["env"]["BASELINE_VERSION"] = "jev-1.13.0"  # the version run today: the recording is compared with it
-    with jevcompat.Running(jevcompat.MockConfig()) as mock:
+    with jevcompat_mock(jevcompat.MockConfig()) as mock:
         contexts = {**CONTEXTS, "secrets": {"TYPESAFE_API_KEY": "sk-test"}}
         # One family (35 renderings, 350 requests) rather than 3,650 requests: the commands are the same.
         results = run_steps(

@@ -24,6 +24,7 @@ import jevcompat.mock as jevcompat
 import pytest
 import yaml
 
+from tests.loopback import jevcompat_mock
 from tests.runs import sys1cal
 
 
@@ -34,7 +35,7 @@ def prod(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(
         jevcompat, "MODELS", [{"name": "prod", "description": "a team's server", "release_date": "2026-10-01"}]
     )
-    with jevcompat.Running(jevcompat.MockConfig()) as running:
+    with jevcompat_mock(jevcompat.MockConfig()) as running:
         yield running
 
 

@@ -20,6 +20,7 @@ from pytest_sys1cal.models import make_adapter
 from pytest_sys1cal.models.base import AnswerError, WireResponse
 from pytest_sys1cal.models.systemone import SystemOneAdapter
 from pytest_sys1cal.questions import ALL_QUESTIONS
+from tests.loopback import jevcompat_mock
 from tests.runs import sys1cal
 
 # Five renderings of one latent problem (counts, direct, distractor, prose, table).
@@ -380,7 +381,7 @@ def test_records_from_the_mock_then_replays_with_it_stopped(pytester: pytest.Pyt
     root = pytester.path / "cassettes"
     recorded, replayed = pytester.path / "recorded.json", pytester.path / "replayed.json"
     config = mock.MockConfig()
-    with mock.Running(config) as server:
+    with jevcompat_mock(config) as server:
         result = run(pytester, root, f"--sys1cal-report={recorded}", url=server.url)
         result.assert_outcomes(passed=SELECTED)
     assert config.requests == SELECTED * 2  # one request per repeat, all four questions in it
@@ -417,7 +418,7 @@ def test_faults_that_break_what_the_analysis_needs_fail_each_item_quoting_the_an
     pytester: pytest.Pytester, mock: Any, fault: str, message: str
 ) -> None:
     root = pytester.path / "cassettes"
-    with mock.Running(mock.MockConfig(faults=frozenset({fault}))) as server:
+    with jevcompat_mock(mock.MockConfig(faults=frozenset({fault}))) as server:
         result = run(pytester, root, url=server.url)
     result.assert_outcomes(failed=SELECTED)
     lines = [line for line in result.stdout.lines if line.startswith("bayes__seed_000042__repr_")]
@@ -448,7 +449,7 @@ def test_faults_in_what_the_analysis_does_not_read_are_tolerated(
     pytester: pytest.Pytester, mock: Any, fault: str
 ) -> None:
     root, recorded = pytester.path / "cassettes", pytester.path / "recorded.json"
-    with mock.Running(mock.MockConfig(faults=frozenset({fault}))) as server:
+    with jevcompat_mock(mock.MockConfig(faults=frozenset({fault}))) as server:
         result = run(pytester, root, f"--sys1cal-report={recorded}", url=server.url)
     result.assert_outcomes(passed=SELECTED)
     replayed = pytester.path / "replayed.json"
@@ -462,7 +463,7 @@ def test_an_unknown_model_name_is_the_servers_error_and_stops_the_recording(
     """The server's words on the item, and the recording stops at the first such answer (issue 24: every request
     names the same model), listing the models the server serves."""
     root = pytester.path / "cassettes"
-    with mock.Running(mock.MockConfig()) as server:
+    with jevcompat_mock(mock.MockConfig()) as server:
         result = run(pytester, root, "--sys1cal-model-version=not-a-model", url=server.url)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(

@@ -15,9 +15,10 @@ from pathlib import Path
 import anyio._backends._asyncio  # noqa: F401
 import httpcore._backends.anyio  # noqa: F401
 import pytest
-from jevcompat.mock import MockConfig, Running
+from jevcompat.mock import MockConfig
 
 from pytest_sys1cal.models.base import WireResponse, names_unknown_model, served_models
+from tests.loopback import jevcompat_mock
 from tests.misbehave import ENVIRONMENT, Misbehaving, recording, subset
 from tests.runs import run
 
@@ -90,7 +91,7 @@ def test_the_jevcompat_mock_refusing_the_model_stops_the_recording_at_once(
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-test-key-for-the-jev-wire")
     dataset, _ = subset(tmp_path, 30)
     config = MockConfig()
-    with Running(config) as mock:
+    with jevcompat_mock(config) as mock:
         result = run(
             pytester, *recording(model, mock.url, dataset, tmp_path / "c", "--sys1cal-model-version=jev-1.14.0")
         )

@@ -63,7 +63,9 @@ def test_a_local_systemone_server_is_recorded_at_its_own_pace(pytester: pytest.P
         ]
     )
     with FaultServer(renderings) as server:
-        capped = record(pytester, server.url, dataset, tmp_path / "again", "--sys1cal-rate=600")
+        # One repeat: the plan is what is checked here (the spacing itself: test_rate_limit_spaces_requests_evenly),
+        # and 60 requests at 10 a second were 6 s of waiting.
+        capped = record(pytester, server.url, dataset, tmp_path / "again", "--sys1cal-rate=600", "--sys1cal-repeats=1")
         capped.assert_outcomes(passed=6)
     capped.stdout.fnmatch_lines(
         ["sys1cal: concurrency 8, at most 600 requests/min: at least *", "sys1cal: rate: --sys1cal-rate=600"]

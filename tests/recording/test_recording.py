@@ -27,12 +27,12 @@ from typing import Any
 import anyio._backends._asyncio  # noqa: F401
 import httpcore._backends.anyio  # noqa: F401
 import pytest
-from jevcompat.mock import MockConfig, Running
+from jevcompat.mock import MockConfig
 
 from pytest_sys1cal.dataset import Rendering, load_dataset
 from pytest_sys1cal.recording.policy import Limits, backoff, retry_after_seconds
 from pytest_sys1cal.session import recording_hooks
-from tests.loopback import Behaviour, Handler, LoopbackServer, Serving
+from tests.loopback import Behaviour, Handler, LoopbackServer, Serving, jevcompat_mock
 from tests.runs import QUIET, sys1cal
 
 RENDERINGS = load_dataset("sys1cal-v1").renderings
@@ -291,7 +291,7 @@ def test_a_busy_jevcompat_server_is_waited_out(
 ) -> None:
     path, _ = dataset
     root = pytester.path / "c"
-    with Running(MockConfig(busy_every=3)) as mock:  # every third request: 429, Retry-After: 0
+    with jevcompat_mock(MockConfig(busy_every=3)) as mock:  # every third request: 429, Retry-After: 0
         record(
             pytester, mock.url, path, root, "--sys1cal-repeats=2", "--sys1cal-model-version=jev-1.13.0",
             "--sys1cal-concurrency=3", "--sys1cal-rate=0",
@@ -409,7 +409,7 @@ def test_auth_errors_stop_the_run_with_one_clear_error(
         monkeypatch.setenv("SYS1CAL_API_KEY", key)
     else:
         monkeypatch.delenv("SYS1CAL_API_KEY", raising=False)
-    with Running(MockConfig(key="the-right-key")) as mock:
+    with jevcompat_mock(MockConfig(key="the-right-key")) as mock:
         result = record(pytester, mock.url, path, root, "--sys1cal-repeats=2", "--sys1cal-model-version=jev-1.13.0")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*server error: HTTP {status}: {message}*", f"*Interrupted: sys1cal: *{status}*"])

@@ -135,12 +135,12 @@ def test_the_progress_line_says_when_the_server_asked_for_a_pause(
 ) -> None:
     monkeypatch.setattr(recording_hooks, "PROGRESS_EVERY", 0.2)
     dataset, _ = subset(tmp_path, 4)
-    script = [("status", 429, {"Retry-After": "2"}, RATE_LIMITED)]
+    script = [("status", 429, {"Retry-After": "1"}, RATE_LIMITED)]
     with Misbehaving([], script=script) as server:
         result = run(pytester, *recording("systemone", server.url, dataset, tmp_path / "c", "--sys1cal-concurrency=1"))
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
-        ["sys1cal: recorded 0/4 requests, * requests/s*; paused * s more, as the server asked (Retry-After: 2)*"]
+        ["sys1cal: recorded 0/4 requests, * requests/s*; paused * s more, as the server asked (Retry-After: 1)*"]
     )
 
 

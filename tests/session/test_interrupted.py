@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.loopback import jevcompat_mock
 from tests.runs import CASSETTES, QUIET, REPO, sys1cal
 
 JEV = CASSETTES / "jev" / "jev-1.13.0"
@@ -367,13 +368,13 @@ def cassette_files(root: Path) -> list[Path]:
 def test_a_401_that_stops_the_run_counts_the_selection_and_prints_no_empty_tables(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jevcompat.mock import MockConfig, Running
+    from jevcompat.mock import MockConfig
 
     dataset = pytester.path / "six.jsonl"
     subset(dataset, 6)
     report, xml, root = pytester.path / "report.json", pytester.path / "junit.xml", pytester.path / "c"
     monkeypatch.setenv("SYS1CAL_API_KEY", "wrong")
-    with Running(MockConfig(key="the-right-key")) as mock:
+    with jevcompat_mock(MockConfig(key="the-right-key")) as mock:
         result = sys1cal(pytester, "--sys1cal-model=systemone", "--sys1cal-model-version=jev-1.13.0", f"--sys1cal-base-url={mock.url}", f"--sys1cal-dataset={dataset}", f"--sys1cal-cassettes={root}", "--sys1cal-record-mode=once", f"--sys1cal-report={report}", f"--junitxml={xml}", no_reraise_ctrlc=True)  # fmt: skip
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.assert_outcomes(failed=1)

@@ -11,11 +11,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from jevcompat.mock import MockConfig, Running
+from jevcompat.mock import MockConfig
 
 from pytest_sys1cal.errors import InputError
 from pytest_sys1cal.redact import Redactor
 from pytest_sys1cal.store.folder import CassetteFolder
+from tests.loopback import jevcompat_mock
 from tests.runs import CASSETTES, run, sys1cal
 
 JEV = CASSETTES / "jev" / "jev-1.13.0"
@@ -125,7 +126,7 @@ def test_a_recording_writes_the_digests_and_a_re_recording_is_the_deliberate_cha
     root = tmp_path / "cassettes"
     folder = root / "jev" / "jev-1.13.0"
     monkeypatch.setenv("TYPESAFE_API_KEY", "test-key-of-this-test")
-    with Running(MockConfig(key="test-key-of-this-test")) as mock:
+    with jevcompat_mock(MockConfig(key="test-key-of-this-test")) as mock:
         record = ("--sys1cal", "--model", "jev", f"--sys1cal-base-url={mock.url}", f"--sys1cal-cassettes={root}")
         run(pytester, *record, "--sys1cal-record-mode=once", "--sys1cal-repeats=2", *SELECTION)
         written = manifest(folder)["answers"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 import vcr
-from jevcompat.mock import MockConfig, Running
+from jevcompat.mock import MockConfig
 from vcr.request import Request as VcrRequest
 
 from pytest_sys1cal.dataset import load_dataset
@@ -18,7 +18,7 @@ from pytest_sys1cal.files import write_atomic
 from pytest_sys1cal.redact import Redactor
 from pytest_sys1cal.store.folder import CassetteFolder
 from pytest_sys1cal.store.vcrpy_side import json_body
-from tests.loopback import Behaviour, LoopbackServer
+from tests.loopback import Behaviour, LoopbackServer, jevcompat_mock
 from tests.runs import REPO, sys1cal
 
 CANARY = "apikey_CANARY-do-not-leak-7f3e9c2b1a"
@@ -125,7 +125,7 @@ def test_record_with_a_canary_key_then_replay_with_the_server_stopped(
     root, report = tmp_path / "cassettes", tmp_path / "report.json"
     selection = ("-k", "compound__seed_000042", "-p", "no:cacheprovider")
     monkeypatch.setenv("TYPESAFE_API_KEY", CANARY)
-    with Running(MockConfig(key=CANARY)) as mock:  # the mock refuses requests without this key
+    with jevcompat_mock(MockConfig(key=CANARY)) as mock:  # the mock refuses requests without this key
         recorded = sys1cal(pytester, "--model", "jev", f"--sys1cal-base-url={mock.url}", "--sys1cal-record-mode=once", f"--sys1cal-cassettes={root}", "--sys1cal-repeats=2", f"--sys1cal-report={report}", *selection)  # fmt: skip
     recorded.assert_outcomes(passed=3, deselected=362)
     files = _cassette_files(root)

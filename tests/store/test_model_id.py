@@ -13,6 +13,7 @@ from pathlib import Path
 import jevcompat.mock as jevcompat
 import pytest
 
+from tests.loopback import jevcompat_mock
 from tests.runs import CHEAP, QUIET
 
 
@@ -24,7 +25,7 @@ def served(monkeypatch: pytest.MonkeyPatch):
         {"name": name, "description": "a team's server", "release_date": "2026-10-01"} for name in ("prod", "canary")
     ]
     monkeypatch.setattr(jevcompat, "MODELS", listed)
-    with jevcompat.Running(jevcompat.MockConfig(noise=0.5)) as running:
+    with jevcompat_mock(jevcompat.MockConfig(noise=0.5)) as running:
         yield running
 
 
