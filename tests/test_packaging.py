@@ -56,12 +56,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def installed(built: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtualenv holding the built wheel (and what it depends on, from the index); its bin folder."""
     env = tmp_path_factory.mktemp("venv")
-    # This environment's pip installs into the new one (pip >= 22.3, as Python 3.11 ships): no ensurepip, 3 s;
-    # and no byte-compiling of numpy, scipy and matplotlib, 4 s (a module compiles when first imported).
-    venv.create(env)
+    venv.create(env, with_pip=True)
     wheel = built[0]
-    pip = [sys.executable, "-m", "pip", "--python", str(env / "bin" / "python"), "install", "--quiet", "--no-compile",
-           f"{wheel}[html]"]  # fmt: skip
+    pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[html]"]
     done = subprocess.run(pip, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     return env / "bin"
