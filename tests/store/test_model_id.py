@@ -14,7 +14,7 @@ import jevcompat.mock as jevcompat
 import pytest
 
 from tests.loopback import jevcompat_mock
-from tests.runs import CHEAP, QUIET
+from tests.runs import sys1cal
 
 
 @pytest.fixture
@@ -38,9 +38,6 @@ def common(pytester: pytest.Pytester, served) -> tuple[str, ...]:
     )
     assert done.returncode == 0
     return (
-        "--sys1cal",
-        *QUIET,
-        *CHEAP,
         "--sys1cal-model=systemone",
         f"--sys1cal-base-url={served.url}",
         "--sys1cal-dataset=fresh.jsonl",
@@ -56,7 +53,7 @@ def manifest(root: Path, version: str) -> dict:
 def test_the_version_alone_is_refused_by_a_server_that_answers_as_prod_and_the_stop_names_the_id_option(
     pytester: pytest.Pytester, common: tuple[str, ...]
 ) -> None:
-    stopped = pytester.runpytest(*common, "--sys1cal-model-version=my-model-1", "--sys1cal-record-mode=once")
+    stopped = sys1cal(pytester, *common, "--sys1cal-model-version=my-model-1", "--sys1cal-record-mode=once")
     text = stopped.stdout.str()
     assert "the server does not serve the model 'my-model-1', sent from --sys1cal-model-version" in text
     assert "it serves: prod, canary" in text and "send one of them with --sys1cal-model-id" in text
@@ -66,13 +63,13 @@ def test_an_id_is_sent_pinned_and_kept_and_the_baseline_replays_under_its_own(
     pytester: pytest.Pytester, common: tuple[str, ...]
 ) -> None:
     root = pytester.path
-    first = pytester.runpytest(*common, "--sys1cal-model-version=v1", "--sys1cal-model-id=canary",
+    first = sys1cal(pytester, *common, "--sys1cal-model-version=v1", "--sys1cal-model-id=canary",
                                "--sys1cal-record-mode=once")  # fmt: skip
     assert first.ret == pytest.ExitCode.OK, first.stdout.str()[-2000:]
     assert manifest(root, "v1")["model_id"] == "canary"
     # The ini says prod for the project; v1's manifest says canary, and a baseline replays under its own id.
     pytester.makeini("[pytest]\nsys1cal_model_id = prod\n")
-    second = pytester.runpytest(*common, "--sys1cal-model-version=v2", "--sys1cal-record-mode=once",
+    second = sys1cal(pytester, *common, "--sys1cal-model-version=v2", "--sys1cal-record-mode=once",
                                 "--sys1cal-baseline=v1", "--sys1cal-report=v2.json")  # fmt: skip
     assert second.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), second.stdout.str()[-2000:]
     assert manifest(root, "v2")["model_id"] == "prod"
@@ -82,7 +79,7 @@ def test_an_id_is_sent_pinned_and_kept_and_the_baseline_replays_under_its_own(
     assert report["model"]["model_id"] == "prod" and report["model"]["version"] == "v2"
     assert report["comparison"]["baseline"]["model_id"] == "canary"
     # The replay of v1, with the project's prod in the ini, is refused: its cassettes answer canary.
-    refused = pytester.runpytest(*common, "--sys1cal-model-version=v1")
+    refused = sys1cal(pytester, *common, "--sys1cal-model-version=v1")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     assert (
         "v1 was recorded under the model id 'canary' (its model_id), and this run sends 'prod'" in refused.stderr.str()
@@ -94,12 +91,12 @@ def test_without_an_id_nothing_recorded_moves_and_an_id_equal_to_the_version_is_
 ) -> None:
     root = pytester.path
     monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | {"v1"})
-    plain = pytester.runpytest(*common, "--sys1cal-model-version=v1", "--sys1cal-record-mode=once",
+    plain = sys1cal(pytester, *common, "--sys1cal-model-version=v1", "--sys1cal-record-mode=once",
                                "--sys1cal-report=v1.json")  # fmt: skip
     assert plain.ret == pytest.ExitCode.OK, plain.stdout.str()[-2000:]
     assert "model_id" not in manifest(root, "v1")
     assert "model_id" not in json.loads((root / "v1.json").read_text())["model"]
-    same = pytester.runpytest(*common, "--sys1cal-model-version=v1", "--sys1cal-model-id=v1")
+    same = sys1cal(pytester, *common, "--sys1cal-model-version=v1", "--sys1cal-model-id=v1")
     assert same.ret == pytest.ExitCode.OK  # the version is the id: said explicitly, it is the same run
     body = json.loads(next((root / "cassettes" / "systemone" / "v1").glob("*/*.json")).read_text())
     assert json.loads(body["interactions"][0]["request"]["body"])["model"] == "v1"
@@ -107,6 +104,6 @@ def test_without_an_id_nothing_recorded_moves_and_an_id_equal_to_the_version_is_
 
 @pytest.mark.parametrize("given", ["my model", "prod\nx", "x" * 201])
 def test_an_id_that_cannot_be_sent_as_meant_is_a_usage_error(pytester: pytest.Pytester, given: str) -> None:
-    result = pytester.runpytest("--sys1cal", *QUIET, *CHEAP, "--model=systemone", f"--sys1cal-model-id={given}")
+    result = sys1cal(pytester, "--model=systemone", f"--sys1cal-model-id={given}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "a model id is printable text of at most 200 characters without spaces" in result.stderr.str()

@@ -20,12 +20,10 @@ from pytest_sys1cal.models.systemone import SystemOneAdapter
 from pytest_sys1cal.store.cassette import cassette_name
 from pytest_sys1cal.store.replay_cache import CACHE_NAME, requests_key
 from tests.field import tree_hashes
+from tests.runs import CASSETTES, THRESHOLDS, sys1cal
 
-REPO = Path(__file__).resolve().parent.parent.parent
-CASSETTES = REPO / "cassettes"
 VERSION = "typed-gguf-smollm2-135m"
 MODEL = ("--sys1cal-model=systemone", f"--sys1cal-model-version={VERSION}")
-CHEAP = ("--sys1cal-bootstrap=0", "--sys1cal-recalibration-splits=1")
 SETS = {
     "jev": ("--model=jev",),
     "semif": ("--model=semif",),
@@ -47,9 +45,7 @@ def root(tmp_path: Path) -> Path:
 def replay(pytester: pytest.Pytester, root: Path, name: str, *extra: str) -> tuple[pytest.RunResult, bytes]:
     """A replay of the copy (with pytest's cache unless `extra` turns it off); its JSON report's bytes."""
     report = pytester.path / f"{name}.json"
-    result = pytester.runpytest(
-        "--sys1cal", *MODEL, f"--sys1cal-cassettes={root}", f"--sys1cal-report={report}", "-p", "no:randomly", *extra
-    )
+    result = sys1cal(pytester, *MODEL, f"--sys1cal-cassettes={root}", f"--sys1cal-report={report}", *extra, cache=True)
     return result, report.read_bytes() if report.exists() else b""
 
 
@@ -80,16 +76,16 @@ def test_cold_then_warm_replays_give_the_same_bytes_and_a_warm_one_reads_every_r
     pytester: pytest.Pytester, root: Path
 ) -> None:
     folder = tree_hashes(root)
-    cold, first = replay(pytester, root, "cold", *CHEAP)
+    cold, first = replay(pytester, root, "cold")
     cold.assert_outcomes(passed=365)
     written = segments(pytester)
     assert len(written) == 1 and len(written[0].read_text(encoding="utf-8").splitlines()) == 1 + 365
     assert tree_hashes(root) == folder  # nothing written into, or beside, the version folder
-    warm, again = replay(pytester, root, "warm", *CHEAP)
+    warm, again = replay(pytester, root, "warm")
     warm.assert_outcomes(passed=365)
     assert again == first
     assert segments(pytester) == written  # every rendering found its entry: a miss would have written a segment
-    off, plain = replay(pytester, root, "off", *CHEAP, "-p", "no:cacheprovider")
+    off, plain = replay(pytester, root, "off", "-p", "no:cacheprovider")
     off.assert_outcomes(passed=365)
     assert plain == first
 
@@ -101,14 +97,13 @@ def test_each_bundled_set_replays_to_the_same_bytes_cold_and_warm(
     reports = []
     for run in ("cold", "warm"):
         path = tmp_path / f"{run}.json"
-        result = pytester.runpytest(
-            "--sys1cal",
+        result = sys1cal(
+            pytester,
             *SETS[name],
             f"--sys1cal-cassettes={CASSETTES}",
-            f"--sys1cal-thresholds={REPO / 'thresholds.yaml'}",
+            f"--sys1cal-thresholds={THRESHOLDS}",
             f"--sys1cal-report={path}",
-            "-p",
-            "no:randomly",
+            cache=True,
         )
         assert result.ret == 0, result.stdout.str()[-2000:]
         reports.append(path.read_bytes())
@@ -120,10 +115,10 @@ def test_each_bundled_set_replays_to_the_same_bytes_cold_and_warm(
 def test_a_poisoned_entry_is_refused_and_the_cassette_decides(
     pytester: pytest.Pytester, root: Path, poison: float
 ) -> None:
-    _, honest = replay(pytester, root, "cold", *CHEAP, "-k", "compound__seed_000042")
+    _, honest = replay(pytester, root, "cold", "-k", "compound__seed_000042")
     (segment,) = segments(pytester)
     forge_entry(segment, root, EDITED, poison)
-    result, again = replay(pytester, root, "poisoned", *CHEAP, "-k", "compound__seed_000042")
+    result, again = replay(pytester, root, "poisoned", "-k", "compound__seed_000042")
     result.assert_outcomes(passed=3, deselected=362)
     assert again == honest
 
@@ -131,12 +126,12 @@ def test_a_poisoned_entry_is_refused_and_the_cassette_decides(
 def test_an_entry_for_other_bytes_is_not_used(pytester: pytest.Pytester, root: Path) -> None:
     """An entry forged in range (Noul 0.125) for the bytes a cassette had: once the file's bytes differ (here
     re-indented, the same answers), its row comes from the file, not from the entry."""
-    _, honest = replay(pytester, root, "cold", *CHEAP, "-k", "compound__seed_000042")
+    _, honest = replay(pytester, root, "cold", "-k", "compound__seed_000042")
     (segment,) = segments(pytester)
     forge_entry(segment, root, EDITED, 0.125)
     cassette = root / "systemone" / VERSION / EDITED
     cassette.write_text(json.dumps(json.loads(cassette.read_bytes()), indent=4), encoding="utf-8")
-    result, again = replay(pytester, root, "reindented", *CHEAP, "-k", "compound__seed_000042")
+    result, again = replay(pytester, root, "reindented", "-k", "compound__seed_000042")
     result.assert_outcomes(passed=3, deselected=362)
     assert again == honest and noul_of(again) != 0.125
 
@@ -144,12 +139,12 @@ def test_an_entry_for_other_bytes_is_not_used(pytester: pytest.Pytester, root: P
 def test_a_torn_segment_and_a_stranger_s_file_are_ignored(pytester: pytest.Pytester, root: Path) -> None:
     """A segment cut short mid-line (a killed writer that did not rename: here by hand) loses that line only,
     and a file that is no segment of this stamp is not read."""
-    _, honest = replay(pytester, root, "cold", *CHEAP)
+    _, honest = replay(pytester, root, "cold")
     (segment,) = segments(pytester)
     text = segment.read_text(encoding="utf-8")
     segment.write_text(text[: len(text) // 2], encoding="utf-8")  # the middle entry is torn
     (segment.parent / "junk.tsv").write_text("# sys1cal replay cache {}\nnot\tan\tentry\n", encoding="utf-8")
-    result, again = replay(pytester, root, "torn", *CHEAP)
+    result, again = replay(pytester, root, "torn")
     result.assert_outcomes(passed=365)
     assert again == honest
     assert len(segments(pytester)) == 3  # the second half, read from the cassettes, was written anew
@@ -160,7 +155,7 @@ def test_a_cache_forged_in_range_is_caught_and_stops_the_run(pytester: pytest.Py
     its cassette with probability 1/16, so 365 forged entries pass unseen with probability (15/16)^365 ≈ 6e-11.
     The run stops, saying which file and what to do, and no gate passes."""
     (root.parent / "thresholds.yaml").write_text(FLOORS, encoding="utf-8")
-    replay(pytester, root, "cold", *CHEAP)
+    replay(pytester, root, "cold")
     (segment,) = segments(pytester)
     lines = segment.read_text(encoding="utf-8").split("\n")
     for at in range(1, len(lines)):
@@ -169,7 +164,7 @@ def test_a_cache_forged_in_range_is_caught_and_stops_the_run(pytester: pytest.Py
             fields[5] = array("d", [0.5]).tobytes().hex() + fields[5][16:]
             lines[at] = "\t".join(fields)
     segment.write_text("\n".join(lines), encoding="utf-8")
-    result, _ = replay(pytester, root, "forged", *CHEAP, f"--sys1cal-thresholds={root.parent / 'thresholds.yaml'}")
+    result, _ = replay(pytester, root, "forged", f"--sys1cal-thresholds={root.parent / 'thresholds.yaml'}")
     assert result.ret not in (0, 1)
     result.stdout.fnmatch_lines(["*the replay cache holds a row for it that is not what it replays as*--cache-clear*"])
     assert "every gate in force passed" not in result.stdout.str()
@@ -240,7 +235,7 @@ def test_a_cache_dir_inside_the_cassette_root_is_not_used(pytester: pytest.Pytes
     """pytest's cache_dir set inside the cassette root (an ini line a pull request could add, with cached rows
     committed beside the cassettes): the header says so and each cassette is read in full."""
     inside = root / ".cache"
-    result, _ = replay(pytester, root, "inside", *CHEAP, "-o", f"cache_dir={inside}", "-k", "compound__seed_000042")
+    result, _ = replay(pytester, root, "inside", "-o", f"cache_dir={inside}", "-k", "compound__seed_000042")
     result.assert_outcomes(passed=3, deselected=362)
     result.stdout.fnmatch_lines(
         ["sys1cal: pytest's cache dir lies inside the cassette root *replay cache is not used*"]
