@@ -25,9 +25,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from jevcompat.mock import MockConfig, Running
 
 
 def _canon(value: Any) -> str:
@@ -67,7 +70,7 @@ def server_thread(server: socketserver.BaseServer) -> threading.Thread:
     return threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_SECONDS}, daemon=True)
 
 
-def jevcompat_mock(config: Any = None) -> Any:
+def jevcompat_mock(config: MockConfig | None = None) -> Running:
     """``with jevcompat_mock(MockConfig(...)) as mock: mock.url`` — jevcompat's `Running`, served by
     server_thread so that it stops at once."""
     from jevcompat.mock import Running

@@ -64,13 +64,13 @@ def test_an_id_is_sent_pinned_and_kept_and_the_baseline_replays_under_its_own(
 ) -> None:
     root = pytester.path
     first = sys1cal(pytester, *common, "--sys1cal-model-version=v1", "--sys1cal-model-id=canary",
-                               "--sys1cal-record-mode=once")  # fmt: skip
+                    "--sys1cal-record-mode=once")  # fmt: skip
     assert first.ret == pytest.ExitCode.OK, first.stdout.str()[-2000:]
     assert manifest(root, "v1")["model_id"] == "canary"
     # The ini says prod for the project; v1's manifest says canary, and a baseline replays under its own id.
     pytester.makeini("[pytest]\nsys1cal_model_id = prod\n")
     second = sys1cal(pytester, *common, "--sys1cal-model-version=v2", "--sys1cal-record-mode=once",
-                                "--sys1cal-baseline=v1", "--sys1cal-report=v2.json")  # fmt: skip
+                     "--sys1cal-baseline=v1", "--sys1cal-report=v2.json")  # fmt: skip
     assert second.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), second.stdout.str()[-2000:]
     assert manifest(root, "v2")["model_id"] == "prod"
     headline = next(line for line in second.stdout.lines if line.startswith("upgrade "))
@@ -92,7 +92,7 @@ def test_without_an_id_nothing_recorded_moves_and_an_id_equal_to_the_version_is_
     root = pytester.path
     monkeypatch.setattr(jevcompat, "ACCEPTED_MODELS", jevcompat.ACCEPTED_MODELS | {"v1"})
     plain = sys1cal(pytester, *common, "--sys1cal-model-version=v1", "--sys1cal-record-mode=once",
-                               "--sys1cal-report=v1.json")  # fmt: skip
+                    "--sys1cal-report=v1.json")  # fmt: skip
     assert plain.ret == pytest.ExitCode.OK, plain.stdout.str()[-2000:]
     assert "model_id" not in manifest(root, "v1")
     assert "model_id" not in json.loads((root / "v1.json").read_text())["model"]
